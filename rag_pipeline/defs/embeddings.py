@@ -1,0 +1,99 @@
+"""Embedding stage: passage vectors per strategy, stored under their embedding_version."""
+
+import time
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from rag_pipeline.defs.resources import DataStore, EmbedderResource
+from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.storage import vector_column, write_table
+from rag_pipeline.lib.vectorstore import embed_cached
+
+
+def progress_logger(context: dg.AssetExecutionContext, what: str, every_s: float = 10.0):
+    """A callback that logs `done/total` and the rate at most every `every_s` seconds, and at the end."""
+    started = time.monotonic()
+    last = [started]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] >= every_s:
+            last[0] = now
+            rate = done / max(now - started, 1e-9)
+            context.log.info(f"{what}: embedded {done}/{total} texts ({rate:.1f} texts/s)")
+
+    return report
+
+
+def vector_problems(matrix: np.ndarray, dim: int) -> list[str]:
+    problems = []
+    if matrix.ndim != 2 or matrix.shape[1] != dim:
+        problems.append(f"shape {matrix.shape}, expected (n, {dim})")
+        return problems
+    if not np.isfinite(matrix).all():
+        problems.append(f"{int((~np.isfinite(matrix).all(axis=1)).sum())} vectors hold NaN or inf")
+    norms = np.linalg.norm(matrix, axis=1)
+    if len(norms) and np.abs(norms - 1).max() > 1e-3:
+        problems.append(f"{int((np.abs(norms - 1) > 1e-3).sum())} vectors are not unit length")
+    return problems
+
+
+def embeddings_asset(strategy: Strategy) -> dg.AssetsDefinition:
+    name = f"embeddings_{strategy.key}"
+
+    @dg.asset(
+        name=name,
+        group_name="embeddings",
+        code_version="embeddings-v1",
+        kinds={"parquet"},
+        ins={"chunks": dg.AssetIn(f"chunks_{strategy.key}")},
+        metadata={"strategy": strategy.name},
+        check_specs=[
+            dg.AssetCheckSpec(
+                "vectors_valid",
+                asset=name,
+                blocking=True,
+                description="One vector per chunk, of the declared dimension, finite and of unit norm.",
+            )
+        ],
+        description=f"Passage vectors of the `{strategy.name}` chunks, under `embeddings/<embedding_version>/`.",
+    )
+    def _embeddings(
+        context: dg.AssetExecutionContext, chunks: pd.DataFrame, embedder: EmbedderResource, store: DataStore
+    ) -> dg.MaterializeResult:
+        model = embedder.get()
+        vectors = store.vector_store(model)
+        matrix, hashes, embedded = embed_cached(
+            model,
+            vectors,
+            chunks["text"].tolist(),
+            "passage",
+            batch_size=embedder.batch_size,
+            progress=progress_logger(context, name),
+        )
+        path = store.embeddings_path(model.embedding_version, strategy.name)
+        table = pa.table(
+            {"chunk_id": chunks["chunk_id"].tolist(), "text_hash": hashes, "vector": vector_column(matrix)}
+        ).replace_schema_metadata({"embedding_version": model.embedding_version, "dim": str(model.dim)})
+        write_table(table, path)
+        problems = vector_problems(matrix, model.dim)
+        if len(matrix) != len(chunks):
+            problems.append(f"{len(matrix)} vectors for {len(chunks)} chunks")
+        return dg.MaterializeResult(
+            metadata={
+                "embedding_version": model.embedding_version,
+                "path": dg.MetadataValue.path(str(path)),
+                "vectors": len(matrix),
+                "dim": model.dim,
+                "texts_embedded": embedded,
+                "vectors_reused": len(chunks) - embedded,
+            },
+            check_results=[
+                dg.AssetCheckResult(passed=not problems, metadata={"problems": "; ".join(problems) or "none"})
+            ],
+        )
+
+    return _embeddings

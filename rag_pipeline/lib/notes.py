@@ -1,0 +1,106 @@
+"""Read Markdown notes straight from a git commit tree (no checkout)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import git
+
+from rag_pipeline.lib.cleaning import front_matter_title
+
+
+class NotesSourceError(ValueError):
+    """The notes repository, ref or a note in it cannot be read."""
+
+
+@dataclass(frozen=True)
+class SourceNote:
+    note: str
+    path: str
+    commit: str
+    source_version: str  # the note's blob sha: changes exactly when its bytes change
+    title: str
+    raw: str
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob where `**/` spans any number of folders and `*` stays inside one."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def note_id(path: str) -> str:
+    """The slug: a Hugo bundle's folder name (`.../<slug>/index.md`), else the file stem."""
+    p = PurePosixPath(path)
+    return p.parent.name if p.stem in ("index", "_index") and p.parent.name else p.stem
+
+
+def open_repository(location: str, cache_dir: Path) -> git.Repo:
+    """A local repository as it is, or a bare mirror of a URL kept under `cache_dir` and fetched."""
+    if Path(location).expanduser().exists():
+        try:
+            return git.Repo(Path(location).expanduser())
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            raise NotesSourceError(f"{location}: not a git repository") from exc
+    mirror = cache_dir / hashlib.sha256(location.encode()).hexdigest()[:16]
+    try:
+        if mirror.exists():
+            repo = git.Repo(mirror)
+            repo.remote("origin").fetch("+refs/*:refs/*", prune=True)
+            return repo
+        return git.Repo.clone_from(location, mirror, mirror=True)
+    except git.GitCommandError as exc:
+        raise NotesSourceError(f"{location}: cannot clone or fetch: {exc.stderr.strip()}") from exc
+
+
+def resolve_commit(repo: git.Repo, ref: str) -> git.Commit:
+    try:
+        return repo.commit(ref)
+    except (git.BadName, ValueError) as exc:
+        raise NotesSourceError(f"{repo.git_dir}: ref {ref!r} does not name a commit") from exc
+
+
+def read_notes(commit: git.Commit, glob: str, exclude: list[str]) -> list[SourceNote]:
+    """Every blob matching `glob` and no `exclude` pattern (matched on the path or the file name)."""
+    include = glob_regex(glob)
+    excluded = [glob_regex(p) for p in exclude]
+    notes: dict[str, SourceNote] = {}
+    for item in commit.tree.traverse():
+        if item.type != "blob" or not include.match(item.path):
+            continue
+        if any(p.match(item.path) or p.match(PurePosixPath(item.path).name) for p in excluded):
+            continue
+        try:
+            raw = item.data_stream.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise NotesSourceError(f"{item.path} at {commit.hexsha[:12]}: not UTF-8 ({exc})") from exc
+        slug = note_id(item.path)
+        if slug in notes:
+            raise NotesSourceError(
+                f"note id {slug!r} is used by two files: {notes[slug].path} and {item.path}"
+            )
+        title = front_matter_title(raw) or slug
+        notes[slug] = SourceNote(slug, item.path, commit.hexsha, item.hexsha, title, raw)
+    if not notes:
+        raise NotesSourceError(f"no file matches {glob!r} at commit {commit.hexsha[:12]}")
+    return sorted(notes.values(), key=lambda n: n.note)

@@ -1,0 +1,185 @@
+"""Gold questions in the seed 000 format, with an optional second evidence.
+
+    {"id": 21, "q": "...", "slug": "columnar-storage", "section": "...", "evidence": "...",
+     "category": "number", "answer_pattern": "15\\.6", "evidence2": "...", "section2": "..."}
+
+`slug: null` marks a question the notes cannot answer. `slug2` (default: `slug`) lets
+the second evidence live in another note.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+
+class QuestionsError(ValueError):
+    """The questions file is malformed; the message names the file, question and field."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    note: str
+    section: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: int | str
+    q: str
+    category: str
+    evidence: tuple[Evidence, ...]
+    answer_pattern: str | None = None
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.evidence)
+
+
+def _field(item: dict, name: str, where: str, kinds: tuple[type, ...], required: bool = True):
+    value = item.get(name)
+    if value is None:
+        if required:
+            raise QuestionsError(f"{where}: missing field {name!r}")
+        return None
+    if not isinstance(value, kinds) or (isinstance(value, str) and not value.strip()):
+        raise QuestionsError(
+            f"{where}: field {name!r} must be a non-empty {kinds[0].__name__}, got {value!r}"
+        )
+    return value
+
+
+def parse_questions(items: object, source: str) -> list[Question]:
+    if not isinstance(items, list):
+        raise QuestionsError(f"{source}: expected a JSON list of questions, got {type(items).__name__}")
+    questions: list[Question] = []
+    seen: set = set()
+    for n, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise QuestionsError(f"{source}: item #{n} is not an object")
+        qid = _field(item, "id", f"{source}: item #{n}", (int, str))
+        where = f"{source}: question {qid}"
+        if qid in seen:
+            raise QuestionsError(f"{where}: duplicate id")
+        seen.add(qid)
+        text = _field(item, "q", where, (str,))
+        slug = _field(item, "slug", where, (str,), required=False)
+        evidence: list[Evidence] = []
+        if slug is not None:
+            evidence.append(
+                Evidence(
+                    slug,
+                    _field(item, "section", where, (str,), False),
+                    _field(item, "evidence", where, (str,)),
+                )
+            )
+            second = _field(item, "evidence2", where, (str,), required=False)
+            if second is not None:
+                note2 = _field(item, "slug2", where, (str,), required=False) or slug
+                evidence.append(Evidence(note2, _field(item, "section2", where, (str,), False), second))
+        category = _field(item, "category", where, (str,), required=False)
+        questions.append(
+            Question(
+                id=qid,
+                q=text,
+                category=category or ("unanswerable" if slug is None else "uncategorized"),
+                evidence=tuple(evidence),
+                answer_pattern=_field(item, "answer_pattern", where, (str,), required=False),
+            )
+        )
+    if not questions:
+        raise QuestionsError(f"{source}: no questions")
+    return questions
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    path = Path(path)
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise QuestionsError(f"{path}: questions file not found") from None
+    except json.JSONDecodeError as exc:
+        raise QuestionsError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    return parse_questions(items, str(path))
+
+
+def check_notes_exist(questions: list[Question], notes: set[str], source: str) -> None:
+    for q in questions:
+        for ev in q.evidence:
+            if ev.note not in notes:
+                raise QuestionsError(f"{source}: question {q.id}: unknown note slug {ev.note!r}")
+
+
+def evidence_problems(questions: list[Question], texts: dict[str, str]) -> list[str]:
+    """One line per evidence that is absent from its note's cleaned text or found more than once."""
+    problems = []
+    for q in questions:
+        for ev in q.evidence:
+            count = texts.get(ev.note, "").count(ev.text)
+            if count != 1:
+                where = "absent from" if count == 0 else f"found {count} times in"
+                problems.append(f"question {q.id}: evidence {ev.text[:40]!r} {where} note {ev.note!r}")
+    return problems
+
+
+def evidence_span(ev: Evidence, texts: dict[str, str]) -> tuple[int, int] | None:
+    """Offsets of the evidence's first occurrence in its note's cleaned text."""
+    at = texts.get(ev.note, "").find(ev.text)
+    return None if at < 0 else (at, at + len(ev.text))
+
+
+def questions_frame(questions: list[Question], texts: dict[str, str]) -> pd.DataFrame:
+    """One row per question; each evidence carries its located span (null when absent)."""
+    rows = []
+    for q in questions:
+        evidence = []
+        for ev in q.evidence:
+            span = evidence_span(ev, texts)
+            evidence.append(
+                {
+                    "note": ev.note,
+                    "section": ev.section,
+                    "text": ev.text,
+                    "start": span[0] if span else None,
+                    "end": span[1] if span else None,
+                }
+            )
+        rows.append(
+            {
+                "question_id": str(q.id),
+                "q": q.q,
+                "category": q.category,
+                "answerable": q.answerable,
+                "answer_pattern": q.answer_pattern,
+                "evidence": evidence,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def questions_from_frame(
+    frame: pd.DataFrame,
+) -> tuple[list[Question], dict[str, list[tuple[str, int, int] | None]]]:
+    """Inverse of `questions_frame`: the questions and, per question id, their evidence spans."""
+    questions, spans = [], {}
+    for row in frame.itertuples(index=False):
+        evidence = list(row.evidence) if row.evidence is not None else []
+        questions.append(
+            Question(
+                id=row.question_id,
+                q=row.q,
+                category=row.category,
+                evidence=tuple(Evidence(e["note"], e["section"], e["text"]) for e in evidence),
+                answer_pattern=row.answer_pattern,
+            )
+        )
+        spans[row.question_id] = [
+            None if pd.isna(e["start"]) else (e["note"], int(e["start"]), int(e["end"])) for e in evidence
+        ]
+    return questions, spans

@@ -1,0 +1,50 @@
+"""Atomic Parquet and file writes: a reader sees the old file or the new one, never half of one."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def _atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_table(table: pa.Table, path: Path) -> None:
+    _atomic(Path(path), lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+
+
+def write_frame(frame: pd.DataFrame, path: Path) -> None:
+    write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+
+
+def write_bytes(data: bytes, path: Path) -> None:
+    _atomic(Path(path), lambda tmp: Path(tmp).write_bytes(data))
+
+
+def vector_column(vectors: np.ndarray) -> pa.FixedSizeListArray:
+    """float32 matrix -> Parquet-friendly fixed-size list column."""
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
+
+
+def vector_matrix(column: pa.ChunkedArray | pa.Array, dim: int) -> np.ndarray:
+    """Inverse of `vector_column`."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.list_(pa.float32(), dim))
+    values = column.flatten().to_numpy(zero_copy_only=False)
+    return np.asarray(values, dtype=np.float32).reshape(-1, dim)
