@@ -15,8 +15,8 @@ import git
 
 AUTHOR = git.Actor("rag-pipeline corpus", "corpus@rag-pipeline.invalid")
 COMMITS = [
-    ("base", "Add the first notes", "2026-01-05T09:00:00+00:00"),
-    ("update", "Revise one note and add another", "2026-02-02T09:00:00+00:00"),
+    ("base", "Add the first notes", "Mon, 05 Jan 2026 09:00:00 +0000"),
+    ("update", "Revise one note and add another", "Mon, 02 Feb 2026 09:00:00 +0000"),
 ]
 
 

@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+from rag_pipeline.lib.embedders import Embedder, EmbeddingError, HashingEmbedder
+from rag_pipeline.lib.vectorstore import VectorStore, embed_cached
+
+
+class Counting(HashingEmbedder):
+    query_prefix = "query: "
+
+    def __init__(self):
+        super().__init__(dim=64)
+        self.calls: list[list[str]] = []
+
+    def _embed(self, texts, kind):
+        self.calls.append(list(texts))
+        return super()._embed(texts, kind)
+
+
+def test_only_missing_texts_are_embedded_and_survive_a_new_process(tmp_path):
+    emb = Counting()
+    store = VectorStore(tmp_path, emb.embedding_version, emb.dim)
+    v1, hashes, n = embed_cached(emb, store, ["a", "b", "a"], "passage", batch_size=1)
+    assert n == 2 and emb.calls == [["a"], ["b"]]
+    assert np.allclose(v1[0], v1[2]) and np.allclose(np.linalg.norm(v1, axis=1), 1)
+    reopened = VectorStore(tmp_path, emb.embedding_version, emb.dim)
+    v2, _, n = embed_cached(emb, reopened, ["b", "c"], "passage")
+    assert n == 1 and emb.calls[-1] == ["c"]
+    assert np.array_equal(v2[0], v1[1])
+    # with a query prefix, a query is a different embedded text than the same passage
+    _, qh, n = embed_cached(emb, reopened, ["a"], "query")
+    assert n == 1 and qh[0] != hashes[0]
+
+
+def test_versions_do_not_mix_and_compaction_keeps_everything(tmp_path):
+    a, b = HashingEmbedder(dim=32), HashingEmbedder(dim=48)
+    sa = VectorStore(tmp_path, a.embedding_version, a.dim)
+    sb = VectorStore(tmp_path, b.embedding_version, b.dim)
+    assert sa.dir != sb.dir
+    for i in range(VectorStore.MAX_SEGMENTS + 2):
+        embed_cached(a, sa, [f"text {i}"], "passage")
+    assert len(list(sa.dir.glob("segment-*.parquet"))) <= VectorStore.MAX_SEGMENTS
+    assert len(VectorStore(tmp_path, a.embedding_version, a.dim)) == VectorStore.MAX_SEGMENTS + 2
+    assert len(sb) == 0
+
+
+class Broken(Embedder):
+    backend, model, model_digest, dim = "broken", "m", "0", 4
+
+    def __init__(self, result):
+        self.result = result
+
+    def _embed(self, texts, kind):
+        return self.result
+
+
+def test_bad_vectors_are_never_stored(tmp_path):
+    nan = np.ones((2, 4))
+    nan[1, 2] = np.nan
+    for result, message in [(nan, "non-finite vector for text #1"), (np.ones((1, 4)), "expected 2 vectors")]:
+        emb = Broken(result)
+        store = VectorStore(tmp_path, emb.embedding_version, emb.dim)
+        with pytest.raises(EmbeddingError, match=message):
+            embed_cached(emb, store, ["x", "y"], "passage")
+        assert len(VectorStore(tmp_path, emb.embedding_version, emb.dim)) == 0
