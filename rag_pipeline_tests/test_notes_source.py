@@ -50,3 +50,25 @@ def test_bundled_corpus_builds_with_stable_shas(tmp_path):
     changed = {d.b_path or d.a_path for d in first.diff(second)}
     assert len(changed) == 2  # one note edited, one added
     assert len(read_notes(second, "content/notes/**/index.md", ["_index.md"])) >= 20
+
+
+def test_bundled_repository_is_rebuilt_when_the_corpus_changes(tmp_path):
+    import shutil
+
+    from rag_pipeline.defs.resources import BUNDLED_CORPUS
+    from rag_pipeline.lib.corpus import ensure_repository
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(BUNDLED_CORPUS, corpus)
+    dest = tmp_path / "repo"
+    head = git_head(ensure_repository(corpus, dest))
+    assert git_head(ensure_repository(corpus, dest)) == head  # unchanged corpus: kept as is
+    note = next((corpus / "update").rglob("index.md"))
+    note.write_text(note.read_text() + "\n追記。\n")
+    assert git_head(ensure_repository(corpus, dest)) != head
+
+
+def git_head(path) -> str:
+    import git
+
+    return git.Repo(path).head.commit.hexsha

@@ -64,7 +64,7 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         "written under `reports/`.",
     )
     def evaluation_summary(context: dg.AssetExecutionContext, store: DataStore, **evaluations: pd.DataFrame):
-        outcomes = pd.concat(evaluations.values(), ignore_index=True)
+        outcomes = pd.concat([evaluations[f"evaluation_{s.key}"] for s in strategies], ignore_index=True)
         summary = pd.concat(
             [
                 summarize(run).assign(**dict(zip(RUN_KEYS, keys)), n_chunks=int(run["n_chunks"].iloc[0]))

@@ -6,6 +6,7 @@ Commit 1 is `base/`; commit 2 overlays `update/` (one note edited, one added).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -20,8 +21,19 @@ COMMITS = [
 ]
 
 
+STAMP = "rag-corpus-stamp"
+
+
+def corpus_stamp(corpus: Path) -> str:
+    """A hash of every corpus file's path and bytes: the built repository is stale when it changes."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(corpus)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def build_repository(corpus: Path, dest: Path) -> git.Repo:
-    """Create `dest` as a git repository holding the corpus history; built aside, then renamed."""
+    """Create (or replace) `dest` as a git repository holding the corpus history; built aside, then renamed."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
     try:
@@ -35,6 +47,12 @@ def build_repository(corpus: Path, dest: Path) -> git.Repo:
                 shutil.copyfile(path, target)
             repo.index.add([str(p.relative_to(src)) for p in files])
             repo.index.commit(message, author=AUTHOR, committer=AUTHOR, author_date=date, commit_date=date)
+        (tmp / ".git" / STAMP).write_text(corpus_stamp(corpus))
+        if dest.exists():
+            old = dest.with_name(f".{dest.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(dest, old)
+            shutil.rmtree(old)
         os.replace(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -43,6 +61,8 @@ def build_repository(corpus: Path, dest: Path) -> git.Repo:
 
 
 def ensure_repository(corpus: Path, dest: Path) -> Path:
-    if not (dest / ".git").exists():
+    """Build the repository unless it exists and was built from the corpus as it is now."""
+    stamp = dest / ".git" / STAMP
+    if not stamp.exists() or stamp.read_text() != corpus_stamp(corpus):
         build_repository(corpus, dest)
     return dest
