@@ -1,40 +1,57 @@
 """The one Definitions object of the project: `dagster dev` and the CLI load `defs` from here."""
 
 import os
+from collections.abc import Iterable
 
 import dagster as dg
 
-from rag_pipeline.defs import chunks, embeddings, evaluation, retrieval, sources
+from rag_pipeline.defs import automation, chunks, embeddings, evaluation, retrieval, sources
 from rag_pipeline.defs.resources import resources_from_env
-from rag_pipeline.lib.chunking import STRATEGIES
+from rag_pipeline.lib.chunking import STRATEGIES, Strategy
 
-strategies = list(STRATEGIES.values())
-lanes = [
-    factory(s)
-    for s in strategies
-    for factory in (
-        chunks.chunks_asset,
-        embeddings.embeddings_asset,
-        retrieval.retrieval_asset,
-        evaluation.evaluation_asset,
-    )
-]
-
-index_and_evaluate = dg.define_asset_job(
-    "index_and_evaluate", selection=dg.AssetSelection.all(), description="The whole pipeline."
+LANE = (
+    chunks.chunks_asset,
+    embeddings.embeddings_asset,
+    retrieval.retrieval_asset,
+    evaluation.evaluation_asset,
 )
 
-assets = [
-    sources.source_notes,
-    sources.cleaned_notes,
-    sources.questions,
-    *lanes,
-    evaluation.summary_asset(strategies),
-]
+
+def build_assets(strategies: Iterable[Strategy]) -> list:
+    """The source assets, one lane of assets per strategy, and the summary over all lanes."""
+    strategies = list(strategies)
+    lanes = [factory(s) for s in strategies for factory in LANE]
+    return [
+        sources.notes_head,
+        sources.source_notes,
+        sources.cleaned_notes,
+        sources.questions,
+        *lanes,
+        evaluation.summary_asset(strategies),
+    ]
+
+
+assets = build_assets(STRATEGIES.values())
+
+index_and_evaluate = dg.define_asset_job(
+    "index_and_evaluate",
+    selection=dg.AssetSelection.all(),
+    description="The whole pipeline; unchanged notes, chunks and vectors are reused inside each asset.",
+)
+
+notes_commit_sensor, nightly_reindex = automation.build_automation(
+    index_and_evaluate.name,
+    branch=os.environ.get("RAG_WATCH_REF") or os.environ.get("RAG_NOTES_REF") or "HEAD",
+    cron=os.environ.get("RAG_REINDEX_CRON") or "0 3 * * *",
+    timezone=os.environ.get("RAG_REINDEX_TIMEZONE") or "UTC",
+    enabled=os.environ.get("RAG_REINDEX", "off").lower() in ("1", "on", "true", "yes"),
+)
 
 defs = dg.Definitions(
     assets=assets,
     jobs=[index_and_evaluate],
+    sensors=[notes_commit_sensor],
+    schedules=[nightly_reindex],
     resources=resources_from_env(os.environ),
     # the steps are light glue around numpy and the in-process embedder: one process is much faster
     executor=dg.in_process_executor,

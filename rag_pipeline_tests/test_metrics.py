@@ -51,7 +51,7 @@ def test_outcomes_and_summary():
             "chunk_id": ["c", "a", "b", "c", "a", "b", "a", "b", "c"],
         }
     )
-    out = question_outcomes(questions, spans, chunks, retrieval)
+    out = question_outcomes(questions, spans, retrieval.merge(chunks, on="chunk_id"))
     assert out["note_rank"].tolist()[:2] == [2, 1]
     assert out["first_evidence_rank"].tolist()[:2] == [3, 1]
     assert list(out.loc[1, "evidence_ranks"]) == [1, None]  # 190-230 is only 10/40 inside "d"

@@ -9,8 +9,12 @@ import pyarrow as pa
 
 from rag_pipeline.defs.resources import DataStore, EmbedderResource
 from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.incremental import content_version
 from rag_pipeline.lib.storage import vector_column, write_table
 from rag_pipeline.lib.vectorstore import embed_cached
+
+# what retrieval and evaluation need of a chunk, carried along so each lane is a straight line
+INDEX_COLUMNS = ["chunk_id", "note", "start", "end", "n_chars"]
 
 
 def progress_logger(context: dg.AssetExecutionContext, what: str, every_s: float = 10.0):
@@ -75,14 +79,26 @@ def embeddings_asset(strategy: Strategy) -> dg.AssetsDefinition:
             progress=progress_logger(context, name),
         )
         path = store.embeddings_path(model.embedding_version, strategy.name)
-        table = pa.table(
-            {"chunk_id": chunks["chunk_id"].tolist(), "text_hash": hashes, "vector": vector_column(matrix)}
-        ).replace_schema_metadata({"embedding_version": model.embedding_version, "dim": str(model.dim)})
+        table = pa.Table.from_pandas(chunks[INDEX_COLUMNS], preserve_index=False)
+        table = table.append_column("text_hash", pa.array(hashes)).append_column(
+            "vector", vector_column(matrix)
+        )
+        table = table.replace_schema_metadata(
+            {"embedding_version": model.embedding_version, "dim": str(model.dim)}
+        )
         write_table(table, path)
+        context.log.info(
+            f"{name}: {embedded} texts sent to the embedder, {len(chunks) - embedded} vectors reused "
+            f"({model.embedding_version})"
+        )
         problems = vector_problems(matrix, model.dim)
         if len(matrix) != len(chunks):
             problems.append(f"{len(matrix)} vectors for {len(chunks)} chunks")
+        index = pd.DataFrame(
+            {"chunk_id": chunks["chunk_id"], "text_hash": hashes, "version": model.embedding_version}
+        )
         return dg.MaterializeResult(
+            data_version=dg.DataVersion(content_version(index, ["chunk_id", "text_hash", "version"])),
             metadata={
                 "embedding_version": model.embedding_version,
                 "path": dg.MetadataValue.path(str(path)),

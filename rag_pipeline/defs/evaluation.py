@@ -5,6 +5,7 @@ import pandas as pd
 
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.incremental import content_version
 from rag_pipeline.lib.metrics import REPORT_KS, question_outcomes, summarize
 from rag_pipeline.lib.questions import questions_from_frame
 from rag_pipeline.lib.report import inline_png, rank_table, recall_plots, seed_table, to_markdown
@@ -19,36 +20,31 @@ def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
         group_name="evaluation",
         code_version="evaluation-v1",
         kinds={"parquet"},
-        ins={
-            "chunks": dg.AssetIn(f"chunks_{strategy.key}"),
-            "retrieval": dg.AssetIn(f"retrieval_{strategy.key}"),
-        },
+        ins={"retrieval": dg.AssetIn(f"retrieval_{strategy.key}")},
         metadata={"storage_path": f"evaluation/{strategy.name}.parquet", "strategy": strategy.name},
         description=f"Per-question note and evidence ranks and characters passed for `{strategy.name}`.",
     )
     def _evaluation(
-        context: dg.AssetExecutionContext,
-        chunks: pd.DataFrame,
-        questions: pd.DataFrame,
-        retrieval: pd.DataFrame,
-    ) -> pd.DataFrame:
+        context: dg.AssetExecutionContext, questions: pd.DataFrame, retrieval: pd.DataFrame
+    ) -> dg.Output:
         items, spans = questions_from_frame(questions)
         frames = []
         for (retriever, version), run in retrieval.groupby(["retriever", "embedding_version"], sort=False):
-            outcomes = question_outcomes(items, spans, chunks, run)
+            outcomes = question_outcomes(items, spans, run)
             outcomes.insert(0, "strategy", strategy.name)
             outcomes.insert(1, "retriever", retriever)
             outcomes.insert(2, "embedding_version", version)
-            outcomes["n_chunks"] = len(chunks)
+            outcomes["n_chunks"] = int(run["n_chunks"].iloc[0])
             frames.append(outcomes)
         frame = pd.concat(frames, ignore_index=True)
         at = summarize(frame, REPORT_KS).set_index("k")
-        context.add_output_metadata(
-            {f"evidence_recall@{k}": float(at.at[k, "evidence_recall"]) for k in REPORT_KS}
+        return dg.Output(
+            frame,
+            data_version=dg.DataVersion(content_version(frame, list(frame.columns))),
+            metadata={f"evidence_recall@{k}": float(at.at[k, "evidence_recall"]) for k in REPORT_KS}
             | {f"note_recall@{k}": float(at.at[k, "note_recall"]) for k in REPORT_KS}
-            | {"mrr@10": float(at.at[10, "mrr"]), "chars_median@5": float(at.at[5, "chars_median"])}
+            | {"mrr@10": float(at.at[10, "mrr"]), "chars_median@5": float(at.at[5, "chars_median"])},
         )
-        return frame
 
     return _evaluation
 
@@ -99,6 +95,7 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         write_bytes(report.encode(), reports / "report.md")
         context.log.info(f"evaluation summary ({header}):\n{table}")
         return dg.MaterializeResult(
+            data_version=dg.DataVersion(content_version(summary, list(summary.columns))),
             metadata={
                 "summary": dg.MetadataValue.md(f"{header}\n\n{table}"),
                 "plots": dg.MetadataValue.md(
@@ -109,7 +106,7 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
                 "first_evidence_ranks": dg.MetadataValue.md(per_question),
                 "report": dg.MetadataValue.path(str(reports / "report.md")),
                 "summary_parquet": dg.MetadataValue.path(str(reports / "evaluation_summary.parquet")),
-            }
+            },
         )
 
     return evaluation_summary

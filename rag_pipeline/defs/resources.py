@@ -33,6 +33,11 @@ class DataStore(dg.ConfigurableResource):
     def vector_store(self, embedder: Embedder) -> VectorStore:
         return VectorStore(self.path("vectors"), embedder.embedding_version, embedder.dim)
 
+    def previous(self, storage_path: str) -> pd.DataFrame | None:
+        """An asset's last written output, the base of its incremental rebuild."""
+        path = self.path(storage_path)
+        return pq.read_table(path).to_pandas() if path.exists() else None
+
     def embeddings_path(self, embedding_version: str, strategy: str) -> Path:
         return self.path("embeddings", version_key(embedding_version), f"{strategy}.parquet")
 
@@ -56,6 +61,10 @@ class NotesRepository(dg.ConfigurableResource):
 
     def location(self) -> str:
         return self.repo or str(BUNDLED_REPO)
+
+    def head(self, store: DataStore, ref: str | None = None) -> str:
+        """The full sha that `ref` (default: the configured one) names now, after a fetch for a URL."""
+        return resolve_commit(self._open(store), ref or self.ref).hexsha
 
     def read(self, store: DataStore) -> tuple[str, list[SourceNote]]:
         commit = resolve_commit(self._open(store), self.ref)

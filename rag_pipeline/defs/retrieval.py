@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 from rag_pipeline.defs.embeddings import progress_logger
 from rag_pipeline.defs.resources import DataStore, EmbedderResource
 from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.incremental import content_version
 from rag_pipeline.lib.metrics import MAX_K
 from rag_pipeline.lib.retrieval import top_k
 from rag_pipeline.lib.storage import vector_matrix
@@ -30,7 +31,7 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
         questions: pd.DataFrame,
         embedder: EmbedderResource,
         store: DataStore,
-    ) -> pd.DataFrame:
+    ) -> dg.Output:
         model = embedder.get()
         path = store.embeddings_path(model.embedding_version, strategy.name)
         if not path.exists():
@@ -40,7 +41,7 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
             )
         table = pq.read_table(path)
         index = vector_matrix(table.column("vector"), model.dim)
-        chunk_ids = table.column("chunk_id").to_pylist()
+        chunks = table.drop_columns(["vector", "text_hash"]).to_pandas()
         query_vectors, _, embedded = embed_cached(
             model,
             store.vector_store(model),
@@ -50,20 +51,22 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
             progress=progress_logger(context, f"{name} questions"),
         )
         positions, scores = top_k(index, query_vectors, MAX_K)
+        hits = chunks.iloc[positions.reshape(-1)].reset_index(drop=True)
         frame = pd.DataFrame(
             {
                 "question_id": questions["question_id"].repeat(positions.shape[1]).to_numpy(),
                 "rank": list(range(1, positions.shape[1] + 1)) * len(questions),
-                "chunk_id": [chunk_ids[i] for i in positions.reshape(-1)],
                 "score": scores.reshape(-1).astype(float),
             }
-        )
+        ).join(hits)
         frame["strategy"] = strategy.name
         frame["retriever"] = "dense"
         frame["embedding_version"] = model.embedding_version
-        context.add_output_metadata(
-            {"questions": len(questions), "k": positions.shape[1], "queries_embedded": embedded}
+        frame["n_chunks"] = len(chunks)
+        return dg.Output(
+            frame,
+            data_version=dg.DataVersion(content_version(frame, list(frame.columns))),
+            metadata={"questions": len(questions), "k": positions.shape[1], "queries_embedded": embedded},
         )
-        return frame
 
     return _retrieval

@@ -146,12 +146,15 @@ def chunk_note(
         inner = next((s for s in reversed(sections) if s.start <= start), sections[0])
         rows.append(
             {
-                "chunk_id": stable_id(note, source_version, strategy.name, strategy.version, start, end),
+                "chunk_id": stable_id(
+                    note, source_version, cleaner_version, strategy.name, strategy.version, start, end
+                ),
                 "note": note,
                 "source_version": source_version,
                 "commit": commit,
                 "strategy": strategy.name,
                 "chunker_version": strategy.version,
+                "cleaner_version": cleaner_version,
                 "start": start,
                 "end": end,
                 "heading_path": inner.heading_path,

@@ -52,20 +52,18 @@ def holds(chunk_note: str, start: int, end: int, span: EvidenceSpan) -> bool:
 def question_outcomes(
     questions: list[Question],
     spans: dict[str, list[EvidenceSpan | None]],
-    chunks: pd.DataFrame,
     retrieval: pd.DataFrame,
 ) -> pd.DataFrame:
     """One row per question: first ranks of its note and of each evidence, and cumulative
     characters passed at k = 1..MAX_K.
 
-    `chunks` has chunk_id, note, start, end, n_chars; `retrieval` has question_id, rank, chunk_id.
+    `retrieval` has question_id, rank and, for the retrieved chunk, note, start, end, n_chars.
     """
-    by_id = chunks.set_index("chunk_id")[["note", "start", "end", "n_chars"]]
-    ranked = retrieval.sort_values(["question_id", "rank"]).groupby("question_id")["chunk_id"].apply(list)
+    ranked = {qid: run.sort_values("rank").head(MAX_K) for qid, run in retrieval.groupby("question_id")}
+    empty = retrieval.iloc[:0]
     rows = []
     for q in questions:
-        ids = ranked.get(str(q.id), [])[:MAX_K]
-        hits = by_id.loc[ids] if ids else by_id.iloc[:0]
+        hits = ranked.get(str(q.id), empty)
         notes = {ev.note for ev in q.evidence}
         chars = np.cumsum(hits["n_chars"].to_numpy())
         chars = np.concatenate([chars, np.full(MAX_K - len(chars), chars[-1] if len(chars) else 0)])

@@ -1,0 +1,211 @@
+"""Only what changed is recomputed, shown on the bundled two-commit repository."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+from dagster._core.definitions.data_version import StaleStatus
+from dagster._core.definitions.observe import observe
+from dagster._utils.test.data_versions import get_stale_status_resolver
+
+from rag_pipeline.definitions import build_assets
+from rag_pipeline.defs import sources
+from rag_pipeline.defs.resources import (
+    BUNDLED_CORPUS,
+    BUNDLED_QUESTIONS,
+    EmbedderResource,
+    resources_from_env,
+)
+from rag_pipeline.lib.chunking import STRATEGIES
+from rag_pipeline.lib.corpus import build_repository
+from rag_pipeline.lib.embedders import Embedder, HashingEmbedder
+from rag_pipeline.lib.notes import note_id
+from rag_pipeline_tests.conftest import commit_files
+
+SENT: list[str] = []
+
+
+class RecordingEmbedder(HashingEmbedder):
+    """The hashing embedder, recording every text it is asked to embed."""
+
+    def _embed(self, texts, kind):
+        SENT.extend(texts)
+        return super()._embed(texts, kind)
+
+
+_RECORDER = RecordingEmbedder()
+
+
+class RecordingEmbedderResource(EmbedderResource):
+    backend: str = "hashing"
+
+    def get(self) -> Embedder:
+        return _RECORDER
+
+
+def build(assets, repo: Path, data: Path, ref: str) -> tuple[dg.ExecuteInProcessResult, list[str]]:
+    env = {
+        "RAG_NOTES_REPO": str(repo),
+        "RAG_NOTES_REF": ref,
+        "RAG_DATA_DIR": str(data),
+        "RAG_QUESTIONS": str(repo.parent / "questions.json"),
+    }
+    SENT.clear()
+    res = resources_from_env(env) | {"embedder": RecordingEmbedderResource()}
+    result = dg.materialize(assets, resources=res, instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    return result, list(SENT)
+
+
+def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.to_user_string() == asset:
+            return {k: v.value for k, v in mat.metadata.items()}
+    raise KeyError(asset)
+
+
+def all_chunks(data: Path) -> pd.DataFrame:
+    return pd.concat(pd.read_parquet(p) for p in sorted((data / "chunks").glob("*.parquet")))
+
+
+@pytest.fixture(scope="module")
+def corpus_repo(tmp_path_factory) -> Path:
+    """The bundled repository, with the bundled questions less those about the note commit 2 adds."""
+    path = tmp_path_factory.mktemp("corpus") / "notes"
+    repo = build_repository(BUNDLED_CORPUS, path)
+    at_first = {note_id(p) for p in repo.git.ls_tree("-r", "--name-only", "HEAD~1").split()}
+    items = json.loads(BUNDLED_QUESTIONS.read_text())
+    kept = [q for q in items if q["slug"] is None or q["slug"] in at_first]
+    (path.parent / "questions.json").write_text(json.dumps(kept, ensure_ascii=False))
+    return path
+
+
+def test_moving_the_pin_re_embeds_only_the_edited_and_added_notes(corpus_repo, tmp_path):
+    import git
+
+    repo = git.Repo(corpus_repo)
+    touched = {note_id(d.b_path) for d in repo.commit("HEAD~1").diff(repo.head.commit)}
+    assert len(touched) == 2
+
+    data = tmp_path / "incremental"
+    assets = build_assets(STRATEGIES.values())
+    build(assets, corpus_repo, data, "HEAD~1")
+    before = all_chunks(data)
+
+    result, sent = build(assets, corpus_repo, data, "HEAD")
+    after = all_chunks(data)
+    changed = after[after["note"].isin(touched)]
+    expected = set(changed["text"]) - set(before["text"])
+    assert sent and set(sent) == expected and len(sent) == len(expected)
+
+    # nothing else was removed or re-chunked
+    others_before = before[~before["note"].isin(touched)].sort_values(["strategy", "chunk_id"])
+    others_after = after[~after["note"].isin(touched)].sort_values(["strategy", "chunk_id"])
+    assert others_before["chunk_id"].tolist() == others_after["chunk_id"].tolist()
+    cleaned = metadata(result, "cleaned_notes")
+    assert (cleaned["notes_changed"], cleaned["notes_added"], cleaned["notes_removed"]) == (1, 1, 0)
+    assert cleaned["notes_unchanged"] == cleaned["notes"] - 2
+    emb = metadata(result, "embeddings_section")
+    assert emb["texts_embedded"] + emb["vectors_reused"] == emb["vectors"]
+    assert 0 < emb["texts_embedded"] < emb["vectors_reused"]
+
+    # the metrics equal a from-scratch build at the second commit
+    scratch = tmp_path / "scratch"
+    build(assets, corpus_repo, scratch, "HEAD")
+    for report in ("evaluation_summary.parquet", "question_ranks.parquet"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(data / "reports" / report), pd.read_parquet(scratch / "reports" / report)
+        )
+
+    # a re-run with no change sends nothing to the embedder
+    result, sent = build(assets, corpus_repo, data, "HEAD")
+    assert sent == []
+    assert all(metadata(result, f"embeddings_{s.key}")["texts_embedded"] == 0 for s in STRATEGIES.values())
+
+
+def test_a_deleted_note_loses_its_chunks_and_vectors(notes_repo, tmp_path):
+    data = tmp_path / "out"
+    assets = build_assets(STRATEGIES.values())
+    env = {"RAG_NOTES_REPO": notes_repo.working_tree_dir, "RAG_DATA_DIR": str(data)}
+    questions = tmp_path / "q.json"
+    questions.write_text(
+        '[{"id": 1, "q": "TCP?", "slug": "tcp-handshake", "section": "Why three messages", '
+        '"evidence": "Each side must learn"}]'
+    )
+    env["RAG_QUESTIONS"] = str(questions)
+    res = resources_from_env(env) | {"embedder": RecordingEmbedderResource()}
+    assert dg.materialize(assets, resources=res, instance=dg.DagsterInstance.ephemeral()).success
+    notes_repo.index.remove(["content/notes/db/deadlock/index.md"], working_tree=True)
+    notes_repo.index.commit("remove deadlock")
+    result = dg.materialize(assets, resources=res, instance=dg.DagsterInstance.ephemeral())
+    assert metadata(result, "cleaned_notes")["notes_removed"] == 1
+    assert "deadlock" not in set(all_chunks(data)["note"])
+    chunks = pd.read_parquet(data / "chunks" / "fixed-200.parquet")
+    vectors = next((data / "embeddings").glob("*/fixed-200.parquet"))
+    assert set(pd.read_parquet(vectors)["chunk_id"]) == set(chunks["chunk_id"])
+    assert metadata(result, "chunks_fixed_200")["chunks_removed"] > 0
+
+
+def stale_keys(instance, assets) -> set[str]:
+    resolver = get_stale_status_resolver(instance, assets)
+    return {
+        a.key.to_user_string()
+        for a in assets
+        if isinstance(a, dg.AssetsDefinition) and resolver.get_status(a.key) != StaleStatus.FRESH
+    }
+
+
+def test_a_chunker_version_bump_makes_only_its_lane_stale(notes_repo, questions_path, tmp_path):
+    instance = dg.DagsterInstance.ephemeral()
+    env = {
+        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
+        "RAG_QUESTIONS": str(questions_path),
+        "RAG_DATA_DIR": str(tmp_path / "out"),
+        "RAG_EMBEDDER": "hashing",
+    }
+    assets = build_assets(STRATEGIES.values())
+    assert dg.materialize(assets, resources=resources_from_env(env), instance=instance).success
+    assert stale_keys(instance, assets) == set()
+
+    bumped = [
+        replace(s, version=s.version + "-bis") if s.name == "fixed-500" else s for s in STRATEGIES.values()
+    ]
+    new_assets = build_assets(bumped)
+    assert stale_keys(instance, new_assets) == {"chunks_fixed_500"}
+    # materializing what is stale, hop by hop, reaches that lane and the summary only
+    done = set()
+    while stale := stale_keys(instance, new_assets) - done:
+        done |= stale
+        assert dg.materialize(
+            new_assets, selection=sorted(stale), resources=resources_from_env(env), instance=instance
+        ).success
+    lane = {"chunks_fixed_500", "embeddings_fixed_500", "retrieval_fixed_500", "evaluation_fixed_500"}
+    # the summary follows only if the lane's metrics changed: equal data versions stop there
+    assert lane <= done <= lane | {"evaluation_summary"}
+
+
+def test_a_new_commit_makes_source_notes_stale_and_a_no_op_commit_stops_there(
+    notes_repo, questions_path, tmp_path
+):
+    instance = dg.DagsterInstance.ephemeral()
+    env = {
+        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
+        "RAG_QUESTIONS": str(questions_path),
+        "RAG_DATA_DIR": str(tmp_path / "out"),
+        "RAG_EMBEDDER": "hashing",
+    }
+    res = resources_from_env(env)
+    assets = build_assets(STRATEGIES.values())
+    observe([sources.notes_head], instance=instance, resources=res)
+    assert dg.materialize(assets, resources=res, instance=instance).success
+    assert stale_keys(instance, assets) == set()
+
+    commit_files(notes_repo, {"README.md": "not a note\n"}, "touch no note")
+    observe([sources.notes_head], instance=instance, resources=res)
+    assert stale_keys(instance, assets) == {"source_notes"}
+    assert dg.materialize(assets, selection=["source_notes"], resources=res, instance=instance).success
+    assert stale_keys(instance, assets) == set()  # same notes, same data version: nothing downstream
