@@ -63,3 +63,32 @@ def test_bad_vectors_are_never_stored(tmp_path):
         with pytest.raises(EmbeddingError, match=message):
             embed_cached(emb, store, ["x", "y"], "passage")
         assert len(VectorStore(tmp_path, emb.embedding_version, emb.dim)) == 0
+
+
+class FailsAfter(HashingEmbedder):
+    """Embeds `limit` texts, then fails as a killed or crashed backend would."""
+
+    def __init__(self, limit: int):
+        super().__init__(dim=16)
+        self.limit, self.seen = limit, []
+
+    def _embed(self, texts, kind):
+        if len(self.seen) + len(texts) > self.limit:
+            raise RuntimeError("backend died")
+        self.seen += texts
+        return super()._embed(texts, kind)
+
+
+def test_an_interrupted_run_resumes_without_re_embedding_what_was_flushed(tmp_path):
+    texts = [f"text {i}" for i in range(10)]
+    crashing = FailsAfter(limit=5)
+    store = VectorStore(tmp_path, crashing.embedding_version, crashing.dim)
+    with pytest.raises(RuntimeError, match="backend died"):
+        embed_cached(crashing, store, texts, "passage", batch_size=1, flush_every=2)
+    # flushed in pairs: 4 of the 5 embedded texts reached the disk
+    assert len(VectorStore(tmp_path, crashing.embedding_version, crashing.dim)) == 4
+    resumed = FailsAfter(limit=100)
+    _, _, embedded = embed_cached(
+        resumed, VectorStore(tmp_path, resumed.embedding_version, resumed.dim), texts, "passage"
+    )
+    assert embedded == 6 and resumed.seen == texts[4:]

@@ -9,9 +9,10 @@ from rag_pipeline.lib.cleaning import Section
 from rag_pipeline.lib.incremental import content_version, note_changes
 
 
-def chunk_key(source_version: str, cleaner_version: str, chunker_version: str) -> str:
-    """What a note's chunks depend on: equal keys mean the previous chunks can be reused."""
-    return f"{source_version}|{cleaner_version}|{chunker_version}"
+def chunk_key(row: dict) -> str:
+    """What a note's chunks depend on: equal keys mean the previous chunks can be reused.
+    A file written before a column existed gives None there, so nothing of it is reused."""
+    return f"{row.get('source_version')}|{row.get('cleaner_version')}|{row.get('chunker_version')}"
 
 
 def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
@@ -42,12 +43,9 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
             for row in previous.to_dict("records"):
                 kept.setdefault(row["note"], []).append(row)
         changes = note_changes(
+            {n: chunk_key(rows[0]) for n, rows in kept.items()},
             {
-                n: chunk_key(r[0]["source_version"], r[0]["cleaner_version"], r[0]["chunker_version"])
-                for n, r in kept.items()
-            },
-            {
-                n.note: chunk_key(n.source_version, n.cleaner_version, strategy.version)
+                n.note: chunk_key(n._asdict() | {"chunker_version": strategy.version})
                 for n in cleaned_notes.itertuples(index=False)
             },
         )

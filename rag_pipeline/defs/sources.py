@@ -64,7 +64,7 @@ def cleaned_notes(
     previous = store.previous(CLEANED_PATH)
     kept = {} if previous is None else {r["note"]: r for r in previous.to_dict("records")}
     changes = note_changes(
-        {n: f"{r['source_version']}|{r['cleaner_version']}" for n, r in kept.items()},
+        {n: f"{r.get('source_version')}|{r.get('cleaner_version')}" for n, r in kept.items()},
         {n: f"{v}|{CLEANER_VERSION}" for n, v in zip(source_notes["note"], source_notes["source_version"])},
     )
     reuse = set(changes.unchanged)
