@@ -57,7 +57,10 @@ class Broken(Embedder):
 def test_bad_vectors_are_never_stored(tmp_path):
     nan = np.ones((2, 4))
     nan[1, 2] = np.nan
-    for result, message in [(nan, "non-finite vector for text #1"), (np.ones((1, 4)), "expected 2 vectors")]:
+    for result, message in [
+        (nan, "text #1: broken: NaN, infinite or zero vector"),
+        (np.ones((1, 4)), "asked for 2 vectors, got 1"),
+    ]:
         emb = Broken(result)
         store = VectorStore(tmp_path, emb.embedding_version, emb.dim)
         with pytest.raises(EmbeddingError, match=message):
@@ -85,10 +88,11 @@ def test_an_interrupted_run_resumes_without_re_embedding_what_was_flushed(tmp_pa
     store = VectorStore(tmp_path, crashing.embedding_version, crashing.dim)
     with pytest.raises(RuntimeError, match="backend died"):
         embed_cached(crashing, store, texts, "passage", batch_size=1, flush_every=2)
-    # flushed in pairs: 4 of the 5 embedded texts reached the disk
-    assert len(VectorStore(tmp_path, crashing.embedding_version, crashing.dim)) == 4
+    # every vector checked before the failure reached the disk (a killed process keeps the
+    # flushes made every `flush_every` texts)
+    assert len(VectorStore(tmp_path, crashing.embedding_version, crashing.dim)) == 5
     resumed = FailsAfter(limit=100)
     _, _, embedded = embed_cached(
         resumed, VectorStore(tmp_path, resumed.embedding_version, resumed.dim), texts, "passage"
     )
-    assert embedded == 6 and resumed.seen == texts[4:]
+    assert embedded == 5 and resumed.seen == texts[5:]

@@ -75,6 +75,7 @@ def embeddings_asset(strategy: Strategy) -> dg.AssetsDefinition:
             vectors,
             chunks["text"].tolist(),
             "passage",
+            labels=[f"chunk {c}" for c in chunks["chunk_id"]],
             batch_size=embedder.batch_size,
             progress=progress_logger(context, name),
         )

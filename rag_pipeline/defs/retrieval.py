@@ -47,6 +47,7 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
             store.vector_store(model),
             questions["q"].tolist(),
             "query",
+            labels=[f"question {q}" for q in questions["question_id"]],
             batch_size=embedder.batch_size,
             progress=progress_logger(context, f"{name} questions"),
         )

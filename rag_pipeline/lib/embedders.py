@@ -11,6 +11,7 @@ import hashlib
 import re
 import zlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -22,7 +23,18 @@ Kind = Literal["query", "passage"]
 
 
 class EmbeddingError(RuntimeError):
-    """An embedder returned something that must not be stored."""
+    """An embedder returned something that must not be stored, or could not be reached.
+
+    `index` is the position of the offending text in the texts asked for, when one is known.
+    """
+
+    def __init__(self, message: str, index: int | None = None):
+        super().__init__(message)
+        self.index = index
+
+
+# called with the position of a batch's first text and the batch's checked vectors
+BatchDone = Callable[[int, np.ndarray], None]
 
 
 class Embedder(ABC):
@@ -47,24 +59,37 @@ class Embedder(ABC):
     def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
         """Raw vectors for `texts` (the backend applies or is given the prefix)."""
 
+    def checked(self, raw: object, texts: list[str], offset: int = 0) -> np.ndarray:
+        """`raw` as L2-normalised float32 rows, or an EmbeddingError naming the first bad text."""
+        vectors = np.asarray(raw, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise EmbeddingError(
+                f"{self.backend}: asked for {len(texts)} vectors, got {vectors.shape[0] if vectors.ndim else 0}"
+            )
+        if vectors.shape[1] != self.dim:
+            raise EmbeddingError(
+                f"{self.backend}: vectors of dimension {vectors.shape[1]}, declared {self.dim}"
+            )
+        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1) | (np.abs(vectors).sum(axis=1) == 0))
+        if bad.size:
+            i = int(bad[0])
+            raise EmbeddingError(
+                f"{self.backend}: NaN, infinite or zero vector for text {texts[i][:60]!r}", index=offset + i
+            )
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
     def embed(self, texts: list[str], kind: Kind) -> np.ndarray:
         """Checked, L2-normalised float32 vectors, one row per text."""
-        vectors = np.asarray(self._embed(texts, kind), dtype=np.float32)
-        if vectors.shape != (len(texts), self.dim):
-            raise EmbeddingError(
-                f"{self.backend}: expected {len(texts)} vectors of dimension {self.dim}, got shape {vectors.shape}"
-            )
-        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
-        if bad.size:
-            raise EmbeddingError(
-                f"{self.backend}: non-finite vector for text #{bad[0]}: {texts[bad[0]][:60]!r}"
-            )
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        if (norms == 0).any():
-            raise EmbeddingError(
-                f"{self.backend}: zero vector for text {texts[int(np.argmin(norms))][:60]!r}"
-            )
-        return vectors / norms
+        return self.checked(self._embed(texts, kind), texts)
+
+    def embed_batches(self, texts: list[str], kind: Kind, batch_size: int, done: BatchDone) -> None:
+        """Embed in batches, handing each checked batch to `done` as it completes."""
+        for start in range(0, len(texts), batch_size):
+            batch = texts[start : start + batch_size]
+            try:
+                done(start, self.embed(batch, kind))
+            except EmbeddingError as exc:
+                raise EmbeddingError(str(exc), None if exc.index is None else start + exc.index) from exc
 
 
 @cache

