@@ -14,6 +14,7 @@ def setup(notes_repo, questions_path, tmp_path):
         "RAG_QUESTIONS": str(questions_path),
         "RAG_DATA_DIR": str(tmp_path / "out"),
         "RAG_EMBEDDER": "hashing",
+        "RAG_RETRIEVERS": "dense",
     }
     sensor, schedule = build_automation(
         "index_and_evaluate", branch="main", cron="0 3 * * *", timezone="Europe/Paris", enabled=False

@@ -52,6 +52,7 @@ def build(assets, repo: Path, data: Path, ref: str) -> tuple[dg.ExecuteInProcess
         "RAG_NOTES_REF": ref,
         "RAG_DATA_DIR": str(data),
         "RAG_QUESTIONS": str(repo.parent / "questions.json"),
+        "RAG_RETRIEVERS": "dense",  # incrementality is the point here, not the retrievers
     }
     SENT.clear()
     res = resources_from_env(env) | {"embedder": RecordingEmbedderResource()}
@@ -130,7 +131,11 @@ def test_moving_the_pin_re_embeds_only_the_edited_and_added_notes(corpus_repo, t
 def test_a_deleted_note_loses_its_chunks_and_vectors(notes_repo, tmp_path):
     data = tmp_path / "out"
     assets = build_assets(STRATEGIES.values())
-    env = {"RAG_NOTES_REPO": notes_repo.working_tree_dir, "RAG_DATA_DIR": str(data)}
+    env = {
+        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
+        "RAG_DATA_DIR": str(data),
+        "RAG_RETRIEVERS": "dense",
+    }
     questions = tmp_path / "q.json"
     questions.write_text(
         '[{"id": 1, "q": "TCP?", "slug": "tcp-handshake", "section": "Why three messages", '

@@ -45,18 +45,21 @@ def test_whole_graph_on_small_repo(notes_repo, questions_path, tmp_path):
     assert set(notes["commit"]) == {notes_repo.head.commit.hexsha}
 
     summary = pd.read_parquet(data / "reports" / "evaluation_summary.parquet")
-    assert len(summary) == 6 * 20
-    assert set(summary["retriever"]) == {"dense"}
+    runs = {"dense", "bm25", "rrf", "minmax", "dense+ctx", "bm25+ctx", "rrf+ctx", "rrf+ctx+parent"}
+    assert set(summary["retriever"]) == runs  # the defaults, and bm25+ctx as an input of rrf+ctx
+    assert len(summary) == 6 * len(runs) * 20
     assert summary["embedding_version"].str.startswith("hashing:").all()
     assert (summary["n_questions"] == 4).all() and (summary["n_unanswerable"] == 1).all()
     # recall can only grow with k, and the 2000-character lane holds whole notes here
-    for _, run in summary.groupby("strategy"):
+    for _, run in summary.groupby(["strategy", "retriever"]):
         assert run.sort_values("k")["evidence_recall"].is_monotonic_increasing
-    top20 = summary[(summary["strategy"] == "fixed-2000") & (summary["k"] == 20)].iloc[0]
+    top20 = summary[
+        (summary["strategy"] == "fixed-2000") & (summary["k"] == 20) & (summary["retriever"] == "dense")
+    ].iloc[0]
     assert top20["note_recall"] == 1.0 and top20["evidence_recall"] == 1.0
 
     ranks = pd.read_parquet(data / "reports" / "question_ranks.parquet")
-    assert len(ranks) == 6 * 5
+    assert len(ranks) == 6 * len(runs) * 5
     assert ranks.loc[~ranks["answerable"], "first_evidence_rank"].isna().all()
     assert (data / "reports" / "report.md").read_text().startswith("# Retrieval evaluation")
     assert (data / "reports" / "recall_vs_chars.png").read_bytes()[:4] == b"\x89PNG"

@@ -7,14 +7,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.defs.resources import DataStore, EmbedderResource
+from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.incremental import content_version
+from rag_pipeline.lib.retrievers import contextual_text
 from rag_pipeline.lib.storage import vector_column, write_table
 from rag_pipeline.lib.vectorstore import embed_cached
-
-# what retrieval and evaluation need of a chunk, carried along so each lane is a straight line
-INDEX_COLUMNS = ["chunk_id", "note", "start", "end", "n_chars"]
 
 
 def progress_logger(context: dg.AssetExecutionContext, what: str, every_s: float = 10.0):
@@ -66,47 +64,60 @@ def embeddings_asset(strategy: Strategy) -> dg.AssetsDefinition:
         description=f"Passage vectors of the `{strategy.name}` chunks, under `embeddings/<embedding_version>/`.",
     )
     def _embeddings(
-        context: dg.AssetExecutionContext, chunks: pd.DataFrame, embedder: EmbedderResource, store: DataStore
+        context: dg.AssetExecutionContext,
+        chunks: pd.DataFrame,
+        embedder: EmbedderResource,
+        retrieval: RetrievalResource,
+        store: DataStore,
     ) -> dg.MaterializeResult:
         model = embedder.get()
-        vectors = store.vector_store(model)
+        texts, labels = chunks["text"].tolist(), [f"chunk {c}" for c in chunks["chunk_id"]]
+        contextual = retrieval.needs_contextual_vectors()
+        if contextual:  # the same chunks with their title and heading path in front, for `+ctx` retrievers
+            texts += [contextual_text(h, t) for h, t in zip(chunks["heading_path"], chunks["text"])]
+            labels += [f"{label} (with context)" for label in labels]
         matrix, hashes, embedded = embed_cached(
             model,
-            vectors,
-            chunks["text"].tolist(),
+            store.vector_store(model),
+            texts,
             "passage",
-            labels=[f"chunk {c}" for c in chunks["chunk_id"]],
+            labels=labels,
             batch_size=embedder.batch_size,
             progress=progress_logger(context, name),
         )
-        path = store.embeddings_path(model.embedding_version, strategy.name)
-        table = pa.Table.from_pandas(chunks[INDEX_COLUMNS], preserve_index=False)
-        table = table.append_column("text_hash", pa.array(hashes)).append_column(
-            "vector", vector_column(matrix)
-        )
-        table = table.replace_schema_metadata(
+        n = len(chunks)
+        columns = {
+            "chunk_id": chunks["chunk_id"].tolist(),
+            "text_hash": hashes[:n],
+            "vector": vector_column(matrix[:n]),
+        }
+        if contextual:
+            columns |= {"text_hash_ctx": hashes[n:], "vector_ctx": vector_column(matrix[n:])}
+        table = pa.table(columns).replace_schema_metadata(
             {"embedding_version": model.embedding_version, "dim": str(model.dim)}
         )
+        path = store.embeddings_path(model.embedding_version, strategy.name)
         write_table(table, path)
         context.log.info(
-            f"{name}: {embedded} texts sent to the embedder, {len(chunks) - embedded} vectors reused "
+            f"{name}: {embedded} texts sent to the embedder, {len(texts) - embedded} vectors reused "
             f"({model.embedding_version})"
         )
         problems = vector_problems(matrix, model.dim)
-        if len(matrix) != len(chunks):
-            problems.append(f"{len(matrix)} vectors for {len(chunks)} chunks")
+        if len(matrix) != len(texts):
+            problems.append(f"{len(matrix)} vectors for {len(texts)} texts")
         index = pd.DataFrame(
-            {"chunk_id": chunks["chunk_id"], "text_hash": hashes, "version": model.embedding_version}
-        )
+            {"chunk_id": chunks["chunk_id"].tolist() * (len(texts) // n if n else 1), "text_hash": hashes}
+        ).assign(version=model.embedding_version)
         return dg.MaterializeResult(
             data_version=dg.DataVersion(content_version(index, ["chunk_id", "text_hash", "version"])),
             metadata={
                 "embedding_version": model.embedding_version,
                 "path": dg.MetadataValue.path(str(path)),
                 "vectors": len(matrix),
+                "contextual_vectors": contextual,
                 "dim": model.dim,
                 "texts_embedded": embedded,
-                "vectors_reused": len(chunks) - embedded,
+                "vectors_reused": len(texts) - embedded,
             },
             check_results=[
                 dg.AssetCheckResult(passed=not problems, metadata={"problems": "; ".join(problems) or "none"})

@@ -15,6 +15,7 @@ from rag_pipeline.lib.embedders import Embedder, make_embedder
 from rag_pipeline.lib.http_embedders import OllamaEmbedder, OpenAIEmbedder
 from rag_pipeline.lib.notes import SourceNote, open_repository, read_notes, resolve_commit
 from rag_pipeline.lib.questions import Question, load_questions
+from rag_pipeline.lib.retrievers import DEFAULT_RETRIEVERS, RetrievalSettings, RetrieverSpec, parse_retriever
 from rag_pipeline.lib.storage import write_frame
 from rag_pipeline.lib.vectorstore import VectorStore, version_key
 
@@ -150,6 +151,26 @@ class EmbedderResource(dg.ConfigurableResource):
         return _embedder(json.dumps(settings, sort_keys=True))
 
 
+class RetrievalResource(dg.ConfigurableResource):
+    """Which retriever configurations run on every strategy, and their settings (see lib/retrievers.py)."""
+
+    retrievers: list[str] = list(DEFAULT_RETRIEVERS)
+    analyzer: str = "char"  # BM25 tokenizer: character n-grams, or "sudachi" (morphological)
+    candidate_k: int = 50
+    rrf_k: float = 60.0
+    dense_weight: float = 0.5  # minmax/zscore fusion: weight of the dense scores
+    max_lexical_miss_share: float = 0.1  # the lexical check fails above this share of questions
+
+    def specs(self) -> list[RetrieverSpec]:
+        return [parse_retriever(r) for r in self.retrievers]
+
+    def needs_contextual_vectors(self) -> bool:
+        return any(i == "dense+ctx" for s in self.specs() for i in s.inputs)
+
+    def settings(self) -> RetrievalSettings:
+        return RetrievalSettings(self.candidate_k, self.rrf_k, self.dense_weight, max(50, self.candidate_k))
+
+
 class ParquetIOManager(dg.ConfigurableIOManager):
     """DataFrames as Parquet at `<data_dir>/<storage_path>` (the asset's `storage_path` metadata)."""
 
@@ -191,5 +212,11 @@ def resources_from_env(env: Mapping[str, str]) -> dict[str, object]:
             input_type=env.get("RAG_EMBED_INPUT_TYPE", "").lower() in ("1", "true", "yes", "on"),
             batch_size=int(env.get("RAG_EMBED_BATCH_SIZE") or 16),
             concurrency=int(env.get("RAG_EMBED_CONCURRENCY") or 1),
+        ),
+        "retrieval": RetrievalResource(
+            retrievers=[
+                r.strip() for r in (env.get("RAG_RETRIEVERS") or ",".join(DEFAULT_RETRIEVERS)).split(",")
+            ],
+            analyzer=env.get("RAG_ANALYZER") or "char",
         ),
     }

@@ -1,15 +1,17 @@
-"""Retrieval stage: exact cosine top-k per strategy for every question."""
+"""Retrieval stage: every configured retriever (dense, BM25, fusions, +ctx, +parent) per strategy."""
 
 import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
 
 from rag_pipeline.defs.embeddings import progress_logger
-from rag_pipeline.defs.resources import DataStore, EmbedderResource
+from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.incremental import content_version
-from rag_pipeline.lib.metrics import MAX_K
-from rag_pipeline.lib.retrieval import top_k
+from rag_pipeline.lib.lexical import make_analyzer
+from rag_pipeline.lib.metrics import relevant_counts
+from rag_pipeline.lib.questions import questions_from_frame
+from rag_pipeline.lib.retrievers import ChunkIndex, lexical_miss_share, retrieve
 from rag_pipeline.lib.storage import vector_matrix
 from rag_pipeline.lib.vectorstore import embed_cached
 
@@ -20,54 +22,98 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
     @dg.asset(
         name=name,
         group_name="retrieval",
-        code_version="dense-exact-v1",
+        code_version="retrieval-v2",
         kinds={"numpy", "parquet"},
+        ins={"chunks": dg.AssetIn(f"chunks_{strategy.key}")},
         deps=[f"embeddings_{strategy.key}"],
         metadata={"storage_path": f"retrieval/{strategy.name}.parquet", "strategy": strategy.name},
-        description=f"Top-{MAX_K} chunks of `{strategy.name}` for every question by exact cosine similarity.",
+        check_specs=[
+            dg.AssetCheckSpec(
+                "lexical_matches",
+                asset=name,
+                description="BM25 finds at least one chunk sharing a token for all but a small share of "
+                "the questions (a tokenizer that cannot split the text finds nothing).",
+            )
+        ],
+        description=f"Ranked chunks of `{strategy.name}` for every question and retriever configuration.",
     )
     def _retrieval(
         context: dg.AssetExecutionContext,
+        chunks: pd.DataFrame,
         questions: pd.DataFrame,
         embedder: EmbedderResource,
+        retrieval: RetrievalResource,
         store: DataStore,
-    ) -> dg.Output:
+    ):
         model = embedder.get()
         path = store.embeddings_path(model.embedding_version, strategy.name)
         if not path.exists():
             raise FileNotFoundError(
-                f"{path}: no embeddings of {strategy.name!r} for embedding_version {model.embedding_version!r}; "
-                f"materialize embeddings_{strategy.key} first"
+                f"{path}: no embeddings of {strategy.name!r} for embedding_version "
+                f"{model.embedding_version!r}; materialize embeddings_{strategy.key} first"
             )
         table = pq.read_table(path)
-        index = vector_matrix(table.column("vector"), model.dim)
-        chunks = table.drop_columns(["vector", "text_hash"]).to_pandas()
+        if table.column("chunk_id").to_pylist() != chunks["chunk_id"].tolist():
+            raise ValueError(
+                f"{path} is older than chunks_{strategy.key}: materialize embeddings_{strategy.key}"
+            )
+        contextual = "vector_ctx" in table.column_names
+        analyzer = make_analyzer(retrieval.analyzer)
+        index = ChunkIndex(
+            chunks=chunks,
+            vectors=vector_matrix(table.column("vector"), model.dim),
+            ctx_vectors=vector_matrix(table.column("vector_ctx"), model.dim) if contextual else None,
+            analyzer=analyzer,
+        )
+        query_texts = questions["q"].tolist()
         query_vectors, _, embedded = embed_cached(
             model,
             store.vector_store(model),
-            questions["q"].tolist(),
+            query_texts,
             "query",
             labels=[f"question {q}" for q in questions["question_id"]],
             batch_size=embedder.batch_size,
             progress=progress_logger(context, f"{name} questions"),
         )
-        positions, scores = top_k(index, query_vectors, MAX_K)
-        hits = chunks.iloc[positions.reshape(-1)].reset_index(drop=True)
-        frame = pd.DataFrame(
-            {
-                "question_id": questions["question_id"].repeat(positions.shape[1]).to_numpy(),
-                "rank": list(range(1, positions.shape[1] + 1)) * len(questions),
-                "score": scores.reshape(-1).astype(float),
-            }
-        ).join(hits)
+        frame = retrieve(
+            index,
+            retrieval.retrievers,
+            questions["question_id"].tolist(),
+            query_vectors,
+            query_texts,
+            retrieval.settings(),
+        )
+        # how many units hold an evidence: chunks, or parent sections for `+parent` configurations
+        _, spans = questions_from_frame(questions)
+        parents = chunks[["note", "parent_start", "parent_end"]].drop_duplicates().reset_index(drop=True)
+        relevant = {
+            False: relevant_counts(spans, chunks),
+            True: relevant_counts(
+                spans, parents.rename(columns={"parent_start": "start", "parent_end": "end"})
+            ),
+        }
+        frame["n_relevant"] = [
+            relevant["+parent" in r].get(q, 0) for q, r in zip(frame["question_id"], frame["retriever"])
+        ]
         frame["strategy"] = strategy.name
-        frame["retriever"] = "dense"
         frame["embedding_version"] = model.embedding_version
+        frame["analyzer"] = analyzer.version
         frame["n_chunks"] = len(chunks)
-        return dg.Output(
+        miss = lexical_miss_share(index, query_texts)
+        yield dg.Output(
             frame,
             data_version=dg.DataVersion(content_version(frame, list(frame.columns))),
-            metadata={"questions": len(questions), "k": positions.shape[1], "queries_embedded": embedded},
+            metadata={
+                "questions": len(questions),
+                "retrievers": ", ".join(retrieval.retrievers),
+                "analyzer": analyzer.version,
+                "queries_embedded": embedded,
+                "lexical_miss_share": miss,
+            },
+        )
+        yield dg.AssetCheckResult(
+            passed=miss <= retrieval.max_lexical_miss_share,
+            metadata={"lexical_miss_share": miss, "threshold": retrieval.max_lexical_miss_share},
         )
 
     return _retrieval

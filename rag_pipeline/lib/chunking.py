@@ -159,6 +159,8 @@ def chunk_note(
                 "end": end,
                 "heading_path": inner.heading_path,
                 "parent_id": stable_id(note, source_version, cleaner_version, parent.start, parent.end),
+                "parent_start": parent.start,
+                "parent_end": parent.end,
                 "text": piece,
                 "n_chars": len(piece),
             }

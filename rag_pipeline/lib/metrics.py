@@ -15,8 +15,10 @@ import pandas as pd
 
 from rag_pipeline.lib.questions import Question
 
-MAX_K = 20
+MAX_K = 20  # the k of recall@k, MRR@k, nDCG@k
+DEPTH = 50  # ranks kept per question: deep enough for candidate recall and the larger budgets
 REPORT_KS = (1, 3, 5, 10)
+BUDGETS = (1000, 2000, 4000, 8000)
 
 EvidenceSpan = tuple[str, int, int]  # note, start, end
 
@@ -49,43 +51,69 @@ def holds(chunk_note: str, start: int, end: int, span: EvidenceSpan) -> bool:
     return chunk_note == note and overlap * 2 >= ev_end - ev_start
 
 
+def relevant_counts(spans: dict[str, list[EvidenceSpan | None]], units: pd.DataFrame) -> dict[str, int]:
+    """Per question, how many units (chunks or parent sections: note, start, end) hold an evidence."""
+    by_note = {note: group for note, group in units.groupby("note")}
+    counts = {}
+    for qid, evidence in spans.items():
+        held: set[int] = set()
+        for span in filter(None, evidence):
+            group = by_note.get(span[0])
+            if group is not None:
+                held.update(
+                    i for i, c in zip(group.index, group.itertuples()) if holds(c.note, c.start, c.end, span)
+                )
+        counts[qid] = len(held)
+    return counts
+
+
 def question_outcomes(
     questions: list[Question],
     spans: dict[str, list[EvidenceSpan | None]],
     retrieval: pd.DataFrame,
 ) -> pd.DataFrame:
-    """One row per question: first ranks of its note and of each evidence, and cumulative
-    characters passed at k = 1..MAX_K.
+    """One row per question of one run: first ranks of its note and of each evidence, the ranks
+    of every unit holding an evidence, and cumulative characters passed at k = 1..DEPTH.
 
-    `retrieval` has question_id, rank and, for the retrieved chunk, note, start, end, n_chars.
+    `retrieval` has question_id, rank, n_relevant and, for the unit passed, note, start, end, n_chars.
     """
-    ranked = {qid: run.sort_values("rank").head(MAX_K) for qid, run in retrieval.groupby("question_id")}
-    empty = retrieval.iloc[:0]
+    ordered = retrieval.sort_values(["question_id", "rank"], kind="stable")
+    groups = ordered.groupby("question_id", sort=False).indices
+    notes_all = ordered["note"].to_numpy()
+    starts_all, ends_all = ordered["start"].to_numpy(), ordered["end"].to_numpy()
+    chars_all = ordered["n_chars"].to_numpy()
+    n_relevant_all = ordered["n_relevant"].to_numpy() if "n_relevant" in ordered else None
     rows = []
     for q in questions:
-        hits = ranked.get(str(q.id), empty)
-        notes = {ev.note for ev in q.evidence}
-        chars = np.cumsum(hits["n_chars"].to_numpy())
-        chars = np.concatenate([chars, np.full(MAX_K - len(chars), chars[-1] if len(chars) else 0)])
-        ev_ranks: list[int | None] = []
-        for span in spans.get(str(q.id), []):
-            found = (
-                [r for r, c in enumerate(hits.itertuples(), 1) if holds(c.note, c.start, c.end, span)]
-                if span
-                else []
-            )
-            ev_ranks.append(found[0] if found else None)
-        note_hits = [r for r, n in enumerate(hits["note"], 1) if n in notes]
-        found_ranks = [r for r in ev_ranks if r is not None]
+        at = groups.get(str(q.id), np.array([], dtype=int))[:DEPTH]
+        notes, starts, ends = notes_all[at], starts_all[at], ends_all[at]
+        # per evidence (None: not located in its note), which retrieved units hold it
+        held = [
+            (notes == span[0])
+            & ((np.minimum(ends, span[2]) - np.maximum(starts, span[1])) * 2 >= span[2] - span[1])
+            if span
+            else np.zeros(len(at), dtype=bool)
+            for span in spans.get(str(q.id), [])
+        ]
+        ev_ranks = [int(np.argmax(h)) + 1 if h.any() else None for h in held]
+        relevant = (np.flatnonzero(np.any(held, axis=0)) + 1).tolist() if held else []
+        note_hits = np.flatnonzero(np.isin(notes, [ev.note for ev in q.evidence]))
+        chars = np.cumsum(chars_all[at])
+        chars = np.concatenate([chars, np.full(DEPTH - len(chars), chars[-1] if len(chars) else 0)])
+        found = [r for r in ev_ranks if r is not None]
         rows.append(
             {
                 "question_id": str(q.id),
                 "category": q.category,
                 "answerable": q.answerable,
                 "n_evidence": len(q.evidence),
-                "note_rank": note_hits[0] if note_hits else None,
+                "note_rank": int(note_hits[0]) + 1 if len(note_hits) else None,
                 "evidence_ranks": ev_ranks,
-                "first_evidence_rank": min(found_ranks) if found_ranks else None,
+                "first_evidence_rank": min(found) if found else None,
+                "relevant_ranks": relevant,
+                "n_relevant": int(n_relevant_all[at[0]])
+                if n_relevant_all is not None and len(at)
+                else len(relevant),
                 "chars_at": chars.astype(np.int64).tolist(),
             }
         )
@@ -95,13 +123,29 @@ def question_outcomes(
     return frame
 
 
+def ndcg_at(relevant_ranks: Sequence[int], n_relevant: int, k: int) -> float:
+    """Binary-gain nDCG@k: every unit holding an evidence has gain 1."""
+    ideal = sum(1 / np.log2(i + 1) for i in range(1, min(k, n_relevant) + 1))
+    return sum(1 / np.log2(r + 1) for r in relevant_ranks if r <= k) / ideal if ideal else 0.0
+
+
+def _answerable(outcomes: pd.DataFrame) -> pd.DataFrame:
+    return outcomes[outcomes["answerable"].astype(bool)]
+
+
+def first_ranks_of(outcomes: pd.DataFrame) -> np.ndarray:
+    """First evidence ranks as floats, inf where the evidence was not retrieved."""
+    return outcomes["first_evidence_rank"].astype("Float64").to_numpy(dtype=float, na_value=np.inf)
+
+
 def summarize(outcomes: pd.DataFrame, ks: Sequence[int] = range(1, MAX_K + 1)) -> pd.DataFrame:
-    """Per-k recall table for one run's question outcomes (answerable questions only)."""
-    scored = outcomes[outcomes["answerable"]]
+    """Per-k table for one run's question outcomes (answerable questions only)."""
+    scored = _answerable(outcomes)
     ev_ranks = [[None if pd.isna(x) else int(x) for x in r] for r in scored["evidence_ranks"]]
     note_ranks = [[None if pd.isna(r) else int(r)] for r in scored["note_rank"]]
-    first = scored["first_evidence_rank"].astype("Float64").to_numpy(dtype=float, na_value=np.inf)
-    chars = np.array(scored["chars_at"].tolist()).reshape(len(scored), MAX_K)
+    first = first_ranks_of(scored)
+    chars = np.array(scored["chars_at"].tolist(), dtype=float).reshape(len(scored), -1)
+    relevant = list(zip(scored["relevant_ranks"], scored["n_relevant"]))
     rows = []
     for k in ks:
         ev = recall_at_k(ev_ranks, k)
@@ -113,9 +157,54 @@ def summarize(outcomes: pd.DataFrame, ks: Sequence[int] = range(1, MAX_K + 1)) -
                 "evidence_macro_recall": ev["macro"],
                 "evidence_micro_recall": ev["micro"],
                 "mrr": float(np.mean(np.where(first <= k, 1.0 / first, 0.0))) if len(first) else float("nan"),
+                "ndcg": float(np.mean([ndcg_at(list(r), int(n), k) for r, n in relevant]))
+                if relevant
+                else float("nan"),
                 "chars_median": float(np.median(chars[:, k - 1])) if len(chars) else float("nan"),
                 "n_questions": len(scored),
-                "n_unanswerable": int((~outcomes["answerable"]).sum()),
+                "n_unanswerable": int((~outcomes["answerable"].astype(bool)).sum()),
             }
         )
     return pd.DataFrame(rows)
+
+
+def hits_within(outcomes: pd.DataFrame, budget: int) -> np.ndarray:
+    """Per answerable question: is an evidence among the top units that fit in `budget` characters?"""
+    scored = _answerable(outcomes)
+    chars = np.array(scored["chars_at"].tolist(), dtype=float).reshape(len(scored), -1)
+    fit = (chars <= budget).sum(axis=1)
+    return first_ranks_of(scored) <= fit
+
+
+def budget_recall(outcomes: pd.DataFrame, budgets: Sequence[int] = BUDGETS) -> pd.DataFrame:
+    """Evidence recall when the LLM may read `budget` characters: the fair comparison across chunk sizes."""
+    return pd.DataFrame(
+        {"budget_chars": b, "evidence_recall": float(hits_within(outcomes, b).mean())} for b in budgets
+    )
+
+
+def category_recall(outcomes: pd.DataFrame, ks: Sequence[int] = (1, 5, 10)) -> pd.DataFrame:
+    rows = []
+    for category, group in _answerable(outcomes).groupby("category"):
+        first = first_ranks_of(group)
+        rows += [
+            {
+                "category": category,
+                "k": k,
+                "evidence_recall": float((first <= k).mean()),
+                "n_questions": len(group),
+            }
+            for k in ks
+        ]
+    return pd.DataFrame(rows)
+
+
+def paired_randomization(a: np.ndarray, b: np.ndarray, rounds: int = 10_000, seed: int = 0) -> float:
+    """Two-sided p-value of the mean paired difference a - b, by random sign flips of the differences."""
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if len(diff) == 0 or not diff.any():
+        return 1.0
+    rng = np.random.default_rng(seed)
+    signs = rng.choice([-1.0, 1.0], size=(rounds, len(diff)))
+    observed = abs(diff.mean())
+    return float(((np.abs((signs * diff).mean(axis=1)) >= observed - 1e-12).sum() + 1) / (rounds + 1))

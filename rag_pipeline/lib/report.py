@@ -1,9 +1,11 @@
-"""The evaluation report: the seed's side-by-side table, the per-question rank table, two plots."""
+"""The evaluation report: the configuration matrix, the seed's table, per-category and per-question
+tables, paired comparison with a baseline, and plots."""
 
 from __future__ import annotations
 
 import base64
 import io
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -11,7 +13,17 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from rag_pipeline.lib.metrics import REPORT_KS
+from rag_pipeline.lib.metrics import (
+    MAX_K,
+    REPORT_KS,
+    budget_recall,
+    category_recall,
+    first_ranks_of,
+    hits_within,
+    paired_randomization,
+    summarize,
+)
+from rag_pipeline.lib.retrievers import parse_retriever
 
 
 def run_label(strategy: str, retriever: str) -> str:
@@ -32,14 +44,16 @@ def seed_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def rank_table(question_ranks: pd.DataFrame) -> pd.DataFrame:
-    """Questions as rows, runs as columns, the first evidence rank in each cell ('-' = not in top 20)."""
+    """Questions as rows, runs as columns, the first evidence rank in each cell ('-' = not in the top 20)."""
     answerable = question_ranks[question_ranks["answerable"]].copy()
     answerable["run"] = [run_label(s, r) for s, r in zip(answerable["strategy"], answerable["retriever"])]
+    answerable["rank"] = [
+        "-" if pd.isna(v) or v > MAX_K else str(int(v)) for v in answerable["first_evidence_rank"]
+    ]
     wide = answerable.pivot_table(
-        index="question_id", columns="run", values="first_evidence_rank", aggfunc="first", sort=False
+        index="question_id", columns="run", values="rank", aggfunc="first", sort=False
     )
-    wide = wide.reindex(columns=list(dict.fromkeys(answerable["run"])))
-    return wide.apply(lambda col: col.map(lambda v: "-" if pd.isna(v) else str(int(v)))).reset_index()
+    return wide.reindex(columns=list(dict.fromkeys(answerable["run"]))).reset_index()
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
@@ -79,5 +93,231 @@ def recall_plots(summary: pd.DataFrame) -> tuple[bytes, bytes]:
     return _png(by_k), _png(by_chars)
 
 
+def budget_plot(budgets: pd.DataFrame) -> bytes:
+    """Evidence recall against the characters the LLM may read, one line per configuration."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for (strategy, retriever), run in budgets.groupby(["strategy", "retriever"], sort=False):
+        style = "-" if retriever == "dense" else ("--" if "+" in retriever else ":")
+        ax.plot(
+            run["budget_chars"],
+            run["evidence_recall"],
+            style,
+            marker="o",
+            markersize=3,
+            label=run_label(strategy, retriever),
+        )
+    ax.set(
+        xlabel="characters passed to the LLM (budget, log scale)", ylabel="evidence recall", ylim=(0, 1.02)
+    )
+    ax.set_xscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return _png(fig)
+
+
 def inline_png(png: bytes, alt: str) -> str:
     return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode()})"
+
+
+@dataclass
+class Report:
+    tables: dict[str, pd.DataFrame]
+    plots: dict[str, bytes]
+    matrix_md: str
+    seed_md: str
+    category_md: str
+    ranks_md: str
+    plots_md: str
+    markdown: str
+    headline: str
+
+
+def candidate_recall(outcomes: pd.DataFrame, keys: tuple, run_keys: list[str], candidate_k: int) -> float:
+    """Share of answerable questions whose evidence is in the top `candidate_k` of at least one of
+    the run's inputs (the run itself for a base retriever, both inputs for a fusion)."""
+    strategy, retriever, version = keys
+    inputs = parse_retriever(retriever).inputs
+    pool = outcomes[
+        (outcomes["strategy"] == strategy)
+        & (outcomes["embedding_version"] == version)
+        & outcomes["retriever"].isin(inputs)
+        & outcomes["answerable"].astype(bool)
+    ]
+    if pool["retriever"].nunique() < len(inputs):
+        return float("nan")
+    hit = pool.assign(hit=first_ranks_of(pool) <= candidate_k).groupby("question_id")["hit"].any()
+    return float(hit.mean())
+
+
+def comparison(outcomes: pd.DataFrame, run_keys: list[str], baseline: tuple[str, str]) -> pd.DataFrame:
+    """Each run against the baseline run on the same questions: evidence hit@5 and hit within 4,000
+    characters, the paired difference and its randomisation p-value."""
+    rows = []
+    for keys, run in outcomes.groupby(run_keys, sort=False):
+        base = outcomes[
+            (outcomes["strategy"] == baseline[0])
+            & (outcomes["retriever"] == baseline[1])
+            & (outcomes["embedding_version"] == keys[2])
+        ]
+        if base.empty:
+            continue
+        a = run.set_index("question_id").loc[base["question_id"]].reset_index()
+        row = dict(zip(run_keys, keys)) | {"baseline": run_label(*baseline)}
+        for measure, hits in (
+            ("evid@5", lambda o: first_ranks_of(o[o["answerable"].astype(bool)]) <= 5),
+            ("evid@4000chars", lambda o: hits_within(o, 4000)),
+        ):
+            x, y = hits(a).astype(float), hits(base).astype(float)
+            row |= {
+                f"{measure}": x.mean(),
+                f"{measure}_baseline": y.mean(),
+                f"{measure}_delta": x.mean() - y.mean(),
+                f"{measure}_p": paired_randomization(x, y),
+            }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def build_report(
+    outcomes: pd.DataFrame, run_keys: list[str], candidate_k: int, baseline: tuple[str, str]
+) -> Report:
+    summaries, budgets, categories = [], [], []
+    for keys, run in outcomes.groupby(run_keys, sort=False):
+        tag = dict(zip(run_keys, keys))
+        summaries.append(
+            summarize(run).assign(
+                **tag,
+                n_chunks=int(run["n_chunks"].iloc[0]),
+                analyzer=run["analyzer"].iloc[0],
+                candidate_recall=candidate_recall(outcomes, keys, run_keys, candidate_k),
+            )
+        )
+        budgets.append(budget_recall(run).assign(**tag))
+        categories.append(category_recall(run).assign(**tag))
+    summary = pd.concat(summaries, ignore_index=True)
+    summary = summary[run_keys + [c for c in summary.columns if c not in run_keys]]
+    budget = pd.concat(budgets, ignore_index=True)
+    category = pd.concat(categories, ignore_index=True)
+    ranks = outcomes[[*run_keys, "question_id", "category", "answerable", "note_rank", "first_evidence_rank"]]
+    compared = comparison(outcomes, run_keys, baseline)
+
+    matrix = matrix_table(summary, budget, compared)
+    dense = summary[summary["retriever"] == "dense"]
+    by_k, by_chars = recall_plots(dense)
+    budget_png = budget_plot(budget)
+    best = matrix.iloc[0]
+    cat = category[category["k"] == 5].assign(
+        run=lambda f: [run_label(s, r) for s, r in zip(f["strategy"], f["retriever"])]
+    )
+    cat_wide = cat.pivot_table(
+        index="run", columns="category", values="evidence_recall", sort=False
+    ).reset_index()
+    order = list(matrix["configuration"])
+    cat_wide = cat_wide.set_index("run").loc[[r for r in order if r in set(cat_wide["run"])]].reset_index()
+    n_cat = category[category["k"] == 5].groupby("category")["n_questions"].first()
+    cat_wide.columns = ["configuration"] + [f"{c} ({n_cat[c]})" for c in cat_wide.columns[1:]]
+    shown = ranks[
+        (ranks["retriever"] == "dense")
+        | ranks["retriever"].eq(best["retriever"]) & ranks["strategy"].eq(best["strategy"])
+    ]
+
+    header = (
+        f"{int(summary['n_questions'].iloc[0])} answerable questions "
+        f"({int(summary['n_unanswerable'].iloc[0])} unanswerable kept apart); "
+        f"embedding_version {', '.join(f'`{v}`' for v in summary['embedding_version'].unique())}; "
+        f"BM25 analyzer `{summary['analyzer'].iloc[0]}`; candidate_k {candidate_k}"
+    )
+    matrix_md = f"{header}\n\n{to_markdown(matrix)}"
+    seed_md = to_markdown(seed_table(summary))
+    category_md = (
+        "Evidence recall@5 by question category (questions per category in brackets).\n\n"
+        + to_markdown(cat_wide)
+    )
+    ranks_md = to_markdown(rank_table(shown))
+    misses = []
+    for label, (strategy, retriever) in (
+        ("baseline", baseline),
+        ("best", (best["strategy"], best["retriever"])),
+    ):
+        run = ranks[(ranks["strategy"] == strategy) & (ranks["retriever"] == retriever) & ranks["answerable"]]
+        missed = run[run["first_evidence_rank"].isna() | (run["first_evidence_rank"] > 5)]
+        listed = ", ".join(
+            f"{q} ({'-' if pd.isna(r) else int(r)})"
+            for q, r in zip(missed["question_id"], missed["first_evidence_rank"])
+        )
+        misses.append(f"- {label} `{run_label(strategy, retriever)}`: {listed or 'none'}")
+    plots_md = (
+        inline_png(budget_png, "evidence recall against the characters budget")
+        + "\n\n"
+        + inline_png(by_k, "evidence recall against k (dense)")
+        + "\n\n"
+        + inline_png(by_chars, "evidence recall against characters passed (dense)")
+    )
+    markdown = (
+        "# Retrieval evaluation\n\n"
+        f"{matrix_md}\n\n"
+        "Columns: evidence recall at k, MRR@10 and nDCG@10 (binary gains), median characters passed at k=5, "
+        f"candidate recall (evidence in the top {candidate_k} of the run's inputs), recall within a budget of "
+        "1k/2k/4k/8k characters, and the paired difference of evid@5 with the baseline "
+        f"`{run_label(*baseline)}` (p: paired randomisation test, 10,000 sign flips).\n\n"
+        "![evidence recall against the characters budget](budget_recall.png)\n\n"
+        f"## By question category\n\n{category_md}\n\n"
+        "## Questions missed in the top 5 (rank of the first evidence, - = not in the top 50)\n\n"
+        + "\n".join(misses)
+        + "\n\n## The seed 000 table\n\n"
+        f"{seed_md}\n\n"
+        "![evidence recall against k](recall_at_k.png)\n![evidence recall against characters passed]"
+        "(recall_vs_chars.png)\n\n## Rank of the first chunk holding the evidence (- = not in top 20)\n\n"
+        f"{ranks_md}\n"
+    )
+    return Report(
+        tables={
+            "evaluation_summary": summary,
+            "question_ranks": ranks,
+            "budget_recall": budget,
+            "category_recall": category,
+            "comparison": compared,
+        },
+        plots={"recall_at_k": by_k, "recall_vs_chars": by_chars, "budget_recall": budget_png},
+        matrix_md=matrix_md,
+        seed_md=seed_md,
+        category_md=category_md,
+        ranks_md=ranks_md,
+        plots_md=plots_md,
+        markdown=markdown,
+        headline=matrix_md,
+    )
+
+
+def matrix_table(summary: pd.DataFrame, budget: pd.DataFrame, compared: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration, best evidence recall within 4,000 characters first."""
+    rows = []
+    for (strategy, retriever), run in summary.groupby(["strategy", "retriever"], sort=False):
+        at = run.set_index("k")
+        b = budget[(budget["strategy"] == strategy) & (budget["retriever"] == retriever)].set_index(
+            "budget_chars"
+        )
+        c = compared[(compared["strategy"] == strategy) & (compared["retriever"] == retriever)]
+        row = {
+            "configuration": run_label(strategy, retriever),
+            "strategy": strategy,
+            "retriever": retriever,
+            "chunks": int(run["n_chunks"].iloc[0]),
+            "evid@1": at.at[1, "evidence_recall"],
+            "evid@5": at.at[5, "evidence_recall"],
+            "evid@10": at.at[10, "evidence_recall"],
+            "mrr@10": at.at[10, "mrr"],
+            "ndcg@10": at.at[10, "ndcg"],
+            "chars@5": int(at.at[5, "chars_median"]),
+            "candidates": run["candidate_recall"].iloc[0],
+        }
+        row |= {f"r@{int(k) // 1000}k": b.at[k, "evidence_recall"] for k in b.index}
+        if not c.empty:
+            row |= {"Δevid@5": c["evid@5_delta"].iloc[0], "p": c["evid@5_p"].iloc[0]}
+        rows.append(row)
+    table = pd.DataFrame(rows).sort_values(["r@4k", "evid@5"], ascending=False, kind="stable")
+    return (
+        table.drop(columns=["strategy", "retriever"])
+        .assign(strategy=table["strategy"], retriever=table["retriever"])
+        .reset_index(drop=True)
+    )

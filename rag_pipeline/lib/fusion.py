@@ -1,0 +1,58 @@
+"""Fusing ranked lists from several retrievers (each fed `candidate_k` results)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+Ranked = Sequence[tuple[Hashable, float]]  # (item, score), best first
+
+
+def rrf(runs: Sequence[Ranked], k: float = 60.0) -> list[tuple[Hashable, float]]:
+    """Reciprocal Rank Fusion: sum of 1 / (k + rank) over the runs an item appears in."""
+    fused: dict[Hashable, float] = {}
+    for run in runs:
+        for rank, (item, _) in enumerate(run, 1):
+            fused[item] = fused.get(item, 0.0) + 1.0 / (k + rank)
+    return _ordered(fused, runs)
+
+
+def normalized(scores: np.ndarray, method: str) -> np.ndarray:
+    if len(scores) == 0:
+        return scores
+    if method == "minmax":
+        span = scores.max() - scores.min()
+        return (scores - scores.min()) / span if span > 0 else np.ones_like(scores)
+    if method == "zscore":
+        std = scores.std()
+        return (scores - scores.mean()) / std if std > 0 else np.zeros_like(scores)
+    raise ValueError(f"unknown score normalisation {method!r}; choose 'minmax' or 'zscore'")
+
+
+def score_fusion(
+    runs: Sequence[Ranked], weights: Sequence[float], method: str = "minmax"
+) -> list[tuple[Hashable, float]]:
+    """Weighted sum of each run's normalised scores; an item missing from a run gets that run's
+    lowest normalised score (it was below its candidate cut)."""
+    fused: dict[Hashable, float] = {}
+    floors = []
+    norm_runs = []
+    for run in runs:
+        values = normalized(np.array([s for _, s in run], dtype=float), method)
+        norm_runs.append(dict(zip([i for i, _ in run], values)))
+        floors.append(float(values.min()) if len(values) else 0.0)
+    items = {i for run in norm_runs for i in run}
+    for item in items:
+        fused[item] = sum(w * run.get(item, floor) for w, run, floor in zip(weights, norm_runs, floors))
+    return _ordered(fused, runs)
+
+
+def _ordered(fused: dict[Hashable, float], runs: Sequence[Ranked]) -> list[tuple[Hashable, float]]:
+    """Best score first; ties broken by the best rank the item had in any run, then by order seen."""
+    best: dict[Hashable, int] = {}
+    for run in runs:
+        for rank, (item, _) in enumerate(run):
+            best[item] = min(best.get(item, rank), rank)
+    seen = {item: n for n, item in enumerate(best)}
+    return sorted(fused.items(), key=lambda kv: (-kv[1], best[kv[0]], seen[kv[0]]))

@@ -1,0 +1,170 @@
+"""Retriever configurations over one strategy's chunks.
+
+A configuration is named `<ranker>[+ctx][+parent]`:
+- ranker `dense` (exact cosine), `bm25`, or a fusion of both fed `candidate_k` results each:
+  `rrf` (Reciprocal Rank Fusion), `minmax` or `zscore` (weighted normalised scores);
+- `+ctx`: chunks are embedded and indexed with their note title and heading path in front
+  (the text passed on stays the original);
+- `+parent`: the small chunks retrieved stand for their parent section, which is what is
+  passed on; duplicates of one parent are merged at the best rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from rag_pipeline.lib.fusion import rrf, score_fusion
+from rag_pipeline.lib.lexical import BM25, Analyzer
+from rag_pipeline.lib.retrieval import top_k
+
+RANKERS = ("dense", "bm25", "rrf", "minmax", "zscore")
+FUSIONS = ("rrf", "minmax", "zscore")
+DEFAULT_RETRIEVERS = ("dense", "bm25", "rrf", "minmax", "dense+ctx", "rrf+ctx", "rrf+ctx+parent")
+
+
+@dataclass(frozen=True)
+class RetrieverSpec:
+    name: str
+    ranker: str
+    contextual: bool
+    parent: bool
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The base retrievers a fusion is fed by (itself for a base retriever)."""
+        ctx = "+ctx" if self.contextual else ""
+        return (f"dense{ctx}", f"bm25{ctx}") if self.ranker in FUSIONS else (f"{self.ranker}{ctx}",)
+
+
+def parse_retriever(name: str) -> RetrieverSpec:
+    ranker, *flags = name.split("+")
+    if ranker not in RANKERS or set(flags) - {"ctx", "parent"} or len(set(flags)) != len(flags):
+        raise ValueError(
+            f"unknown retriever {name!r}: a ranker of {RANKERS} optionally followed by +ctx and/or +parent"
+        )
+    return RetrieverSpec(name, ranker, "ctx" in flags, "parent" in flags)
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    candidate_k: int = 50
+    rrf_k: float = 60.0
+    dense_weight: float = 0.5
+    depth: int = 50  # results kept per question and configuration
+
+
+def contextual_text(heading_path: str, text: str) -> str:
+    return f"{heading_path}\n{text}"
+
+
+@dataclass
+class ChunkIndex:
+    """One strategy's chunks (chunk_id, note, start, end, n_chars, heading_path, parent_*, text)
+    with their passage vectors (plain and, when built, contextual)."""
+
+    chunks: pd.DataFrame
+    vectors: np.ndarray
+    analyzer: Analyzer
+    ctx_vectors: np.ndarray | None = None
+    _bm25: dict[bool, BM25] = field(default_factory=dict)
+
+    def bm25(self, contextual: bool) -> BM25:
+        if contextual not in self._bm25:
+            texts = self.ctx_texts if contextual else self.chunks["text"].tolist()
+            self._bm25[contextual] = BM25([self.analyzer.tokens(t) for t in texts])
+        return self._bm25[contextual]
+
+    @cached_property
+    def ctx_texts(self) -> list[str]:
+        return [contextual_text(h, t) for h, t in zip(self.chunks["heading_path"], self.chunks["text"])]
+
+
+Hits = list[tuple[int, float]]  # (chunk position, score), best first
+
+
+def base_hits(
+    index: ChunkIndex, name: str, query_vectors: np.ndarray, query_tokens: list[list[str]], k: int
+) -> list[Hits]:
+    spec = parse_retriever(name)
+    if spec.ranker == "dense":
+        vectors = index.ctx_vectors if spec.contextual else index.vectors
+        if vectors is None:
+            raise ValueError(f"{name}: contextual vectors were not built")
+        positions, scores = top_k(vectors, query_vectors, k)
+        return [list(zip(p.tolist(), s.tolist())) for p, s in zip(positions, scores)]
+    bm25 = index.bm25(spec.contextual)
+    return [list(zip(*(a.tolist() for a in bm25.search(tokens, k)))) for tokens in query_tokens]
+
+
+def retrieve(
+    index: ChunkIndex,
+    retrievers: list[str],
+    question_ids: list[str],
+    query_vectors: np.ndarray,
+    query_texts: list[str],
+    settings: RetrievalSettings,
+) -> pd.DataFrame:
+    """Ranked rows (question_id, retriever, rank, score, chunk_id, note, start, end, n_chars) of every
+    configuration named and of every fusion input."""
+    # a fusion's inputs are reported as runs of their own: their candidate recall is the fusion's ceiling
+    named = [parse_retriever(r) for r in retrievers]
+    specs = [parse_retriever(r) for r in dict.fromkeys([*retrievers, *(i for s in named for i in s.inputs)])]
+    lexical = any(i.startswith("bm25") for s in specs for i in s.inputs)
+    tokens = [index.analyzer.tokens(q) for q in query_texts] if lexical else []
+    depth = max(settings.depth, settings.candidate_k)
+    base: dict[str, list[Hits]] = {}
+    for name in dict.fromkeys(i for s in specs for i in s.inputs):
+        base[name] = base_hits(index, name, query_vectors, tokens, depth)
+    chunks = index.chunks
+    parent_of = chunks["parent_id"].to_numpy()
+    out: dict[str, list] = {
+        c: [] for c in ("question_id", "retriever", "rank", "score", "position", "parent")
+    }
+    for spec in specs:
+        for qi, qid in enumerate(question_ids):
+            if spec.ranker in FUSIONS:
+                runs = [base[i][qi][: settings.candidate_k] for i in spec.inputs]
+                if spec.ranker == "rrf":
+                    hits = rrf(runs, settings.rrf_k)
+                else:
+                    weights = (settings.dense_weight, 1 - settings.dense_weight)
+                    hits = score_fusion(runs, weights, spec.ranker)
+            else:
+                hits = base[spec.inputs[0]][qi]
+            if spec.parent:  # a parent section stands at the best rank of its children
+                first: dict[str, tuple[int, float]] = {}
+                for position, score in hits:
+                    first.setdefault(parent_of[position], (position, score))
+                hits = list(first.values())
+            hits = hits[: settings.depth]
+            out["question_id"] += [qid] * len(hits)
+            out["retriever"] += [spec.name] * len(hits)
+            out["rank"] += range(1, len(hits) + 1)
+            out["score"] += [float(score) for _, score in hits]
+            out["position"] += [int(position) for position, _ in hits]
+            out["parent"] += [spec.parent] * len(hits)
+    return ranked_frame(chunks, out)
+
+
+def ranked_frame(chunks: pd.DataFrame, out: dict[str, list]) -> pd.DataFrame:
+    """The rows with the unit each rank passes on: the chunk, or for `+parent` its parent section."""
+    at = chunks.iloc[out.pop("position")].reset_index(drop=True)
+    parent = np.array(out.pop("parent"), dtype=bool)
+    frame = pd.DataFrame(out)
+    frame["chunk_id"] = np.where(parent, at["parent_id"], at["chunk_id"])
+    frame["note"] = at["note"]
+    frame["start"] = np.where(parent, at["parent_start"], at["start"])
+    frame["end"] = np.where(parent, at["parent_end"], at["end"])
+    frame["n_chars"] = np.where(parent, at["parent_end"] - at["parent_start"], at["n_chars"])
+    return frame
+
+
+def lexical_miss_share(index: ChunkIndex, query_texts: list[str], contextual: bool = False) -> float:
+    """Share of questions for which BM25 finds no chunk sharing a single token."""
+    bm25 = index.bm25(contextual)
+    misses = sum(len(bm25.search(index.analyzer.tokens(q), 1)[0]) == 0 for q in query_texts)
+    return misses / len(query_texts) if query_texts else 0.0
