@@ -44,12 +44,16 @@ def test_fixed_sizes():
 
 
 def test_section_chunks_follow_level_3_headings():
-    _text, rows = chunks_of("section")
+    text, rows = chunks_of("section")
     assert [r["heading_path"] for r in rows] == ["T", "T > A", "T > B"]
     assert "#### 深い節" in rows[1]["text"]  # deeper headings stay in their ### section
     assert len({r["parent_id"] for r in rows}) == 3
-    # a chunk's parent is the ### section it starts in, whatever the strategy
-    assert chunks_of("fixed-2000")[1][0]["parent_id"] == rows[0]["parent_id"]
+    assert all((r["parent_start"], r["parent_end"]) == (r["start"], r["end"]) for r in rows)
+    # a chunk crossing headings stands for every ### section it overlaps
+    whole = chunks_of("fixed-2000")[1][0]
+    assert (whole["parent_start"], whole["parent_end"]) == (0, len(text))
+    first = chunks_of("fixed-200")[1][0]
+    assert (first["parent_start"], first["parent_end"]) == (rows[0]["start"], rows[1]["end"])
 
 
 def test_section_split_limits_length_and_overlaps_slightly():

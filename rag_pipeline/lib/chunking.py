@@ -142,7 +142,9 @@ def chunk_note(
         piece = text[start:end]
         if not piece.strip():
             continue
-        parent = next((s for s in reversed(parents) if s.start <= start), parents[0])
+        # the parent: the ### sections the chunk overlaps (one, unless a fixed-size chunk crosses a heading)
+        covering = [s for s in parents if s.start < end and s.end > start] or parents[:1]
+        parent_start, parent_end = covering[0].start, covering[-1].end
         inner = next((s for s in reversed(sections) if s.start <= start), sections[0])
         rows.append(
             {
@@ -158,9 +160,9 @@ def chunk_note(
                 "start": start,
                 "end": end,
                 "heading_path": inner.heading_path,
-                "parent_id": stable_id(note, source_version, cleaner_version, parent.start, parent.end),
-                "parent_start": parent.start,
-                "parent_end": parent.end,
+                "parent_id": stable_id(note, source_version, cleaner_version, parent_start, parent_end),
+                "parent_start": parent_start,
+                "parent_end": parent_end,
                 "text": piece,
                 "n_chars": len(piece),
             }

@@ -121,6 +121,7 @@ def retrieve(
         base[name] = base_hits(index, name, query_vectors, tokens, depth)
     chunks = index.chunks
     parent_of = chunks["parent_id"].to_numpy()
+    parent_span = list(zip(chunks["note"], chunks["parent_start"], chunks["parent_end"]))
     out: dict[str, list] = {
         c: [] for c in ("question_id", "retriever", "rank", "score", "position", "parent")
     }
@@ -135,11 +136,8 @@ def retrieve(
                     hits = score_fusion(runs, weights, spec.ranker)
             else:
                 hits = base[spec.inputs[0]][qi]
-            if spec.parent:  # a parent section stands at the best rank of its children
-                first: dict[str, tuple[int, float]] = {}
-                for position, score in hits:
-                    first.setdefault(parent_of[position], (position, score))
-                hits = list(first.values())
+            if spec.parent:
+                hits = merge_parents(hits, parent_of, parent_span)
             hits = hits[: settings.depth]
             out["question_id"] += [qid] * len(hits)
             out["retriever"] += [spec.name] * len(hits)
@@ -148,6 +146,22 @@ def retrieve(
             out["position"] += [int(position) for position, _ in hits]
             out["parent"] += [spec.parent] * len(hits)
     return ranked_frame(chunks, out)
+
+
+def merge_parents(hits: Hits, parent_of: np.ndarray, parent_span: list[tuple[str, int, int]]) -> Hits:
+    """Each chunk stands for its parent sections, at the best rank of its children; a parent
+    already passed, or lying inside one already passed, is not passed again."""
+    passed: list[tuple[str, int, int]] = []
+    seen: set[str] = set()
+    merged = []
+    for position, score in hits:
+        note, start, end = parent_span[position]
+        if parent_of[position] in seen or any(n == note and s <= start and end <= e for n, s, e in passed):
+            continue
+        seen.add(parent_of[position])
+        passed.append((note, start, end))
+        merged.append((position, score))
+    return merged
 
 
 def ranked_frame(chunks: pd.DataFrame, out: dict[str, list]) -> pd.DataFrame:

@@ -1,0 +1,98 @@
+import json
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+import pytest
+
+from rag_pipeline.definitions import assets
+from rag_pipeline.defs.resources import resources_from_env
+from rag_pipeline.lib.lexical import make_analyzer
+from rag_pipeline.lib.retrievers import (
+    ChunkIndex,
+    RetrievalSettings,
+    merge_parents,
+    parse_retriever,
+    retrieve,
+)
+
+
+def test_retriever_names():
+    spec = parse_retriever("rrf+ctx+parent")
+    assert (spec.ranker, spec.contextual, spec.parent) == ("rrf", True, True)
+    assert spec.inputs == ("dense+ctx", "bm25+ctx")
+    assert parse_retriever("bm25").inputs == ("bm25",)
+    for bad in ("sparse", "dense+ctx+ctx", "rrf+child"):
+        with pytest.raises(ValueError, match="unknown retriever"):
+            parse_retriever(bad)
+
+
+def test_parents_are_merged_and_contained_ones_skipped():
+    parent_of = np.array(["p1", "p1", "p2", "p3"])
+    spans = [("n", 0, 100), ("n", 0, 100), ("n", 100, 300), ("n", 150, 300)]
+    merged = merge_parents([(1, 0.9), (0, 0.8), (2, 0.7), (3, 0.6)], parent_of, spans)
+    assert merged == [(1, 0.9), (2, 0.7)]  # p1 once, p3 lies inside p2
+
+
+def small_index() -> ChunkIndex:
+    chunks = pd.DataFrame(
+        {
+            "chunk_id": ["a", "b", "c"],
+            "note": ["n1", "n1", "n2"],
+            "start": [0, 50, 0],
+            "end": [50, 100, 40],
+            "n_chars": [50, 50, 40],
+            "heading_path": ["T1 > S1", "T1 > S1", "T2"],
+            "parent_id": ["p1", "p1", "p2"],
+            "parent_start": [0, 0, 0],
+            "parent_end": [100, 100, 40],
+            "text": ["デッドロックの検出", "SQLSTATE 40P01 が返る", "列指向の圧縮"],
+        }
+    )
+    vectors = np.eye(3, dtype=np.float32)
+    return ChunkIndex(chunks, vectors, make_analyzer("char"), ctx_vectors=vectors)
+
+
+def test_retrieve_runs_each_configuration_and_the_fusion_inputs():
+    frame = retrieve(
+        small_index(),
+        ["rrf+parent", "dense"],
+        ["q1"],
+        np.array([[0, 1, 0]], np.float32),
+        ["40P01 とは"],
+        RetrievalSettings(),
+    )
+    assert set(frame["retriever"]) == {"rrf+parent", "dense", "bm25"}
+    bm25 = frame[frame["retriever"] == "bm25"]
+    assert bm25["chunk_id"].tolist() == ["b"]  # only the chunk sharing a token
+    parent = frame[frame["retriever"] == "rrf+parent"]
+    assert parent["chunk_id"].tolist() == ["p1", "p2"]
+    assert parent[["start", "end", "n_chars"]].values.tolist() == [[0, 100, 100], [0, 40, 40]]
+
+
+def test_lexical_check_fails_when_questions_share_no_token(notes_repo, tmp_path):
+    questions = [
+        {
+            "id": i,
+            "q": q,
+            "slug": "deadlock",
+            "section": "再試行の設計",
+            "evidence": "最大 3 回まで再試行します",
+        }
+        for i, q in enumerate(["교착 상태는 무엇인가", "재시도는 몇 번", "데이터베이스 잠금"], 1)
+    ]
+    path = tmp_path / "korean.json"
+    path.write_text(json.dumps(questions, ensure_ascii=False))
+    env = {
+        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
+        "RAG_QUESTIONS": str(path),
+        "RAG_DATA_DIR": str(tmp_path / "out"),
+        "RAG_EMBEDDER": "hashing",
+        "RAG_RETRIEVERS": "dense,bm25",
+    }
+    result = dg.materialize(
+        assets, resources=resources_from_env(env), instance=dg.DagsterInstance.ephemeral()
+    )
+    lexical = [c for c in result.get_asset_check_evaluations() if c.check_name == "lexical_matches"]
+    assert len(lexical) == 6 and not any(c.passed for c in lexical)
+    assert all(c.metadata["lexical_miss_share"].value == 1.0 for c in lexical)
