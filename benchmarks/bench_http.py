@@ -29,7 +29,7 @@ def corpus_chunks(limit: int) -> list[str]:
         raw = path.read_text()
         note = clean_note(raw, front_matter_title(raw) or path.parent.name)
         rows = chunk_note(
-            STRATEGIES["fixed-500"],
+            STRATEGIES["fixed-200"],
             note=path.parent.name,
             source_version="",
             commit="",

@@ -8,18 +8,11 @@ from rag_pipeline.defs.resources import resources_from_env
 from rag_pipeline_tests.conftest import commit_files
 
 
-def setup(notes_repo, questions_path, tmp_path):
-    env = {
-        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
-        "RAG_QUESTIONS": str(questions_path),
-        "RAG_DATA_DIR": str(tmp_path / "out"),
-        "RAG_EMBEDDER": "hashing",
-        "RAG_RETRIEVERS": "dense",
-    }
+def setup(env):
     sensor, schedule = build_automation(
         "index_and_evaluate", branch="main", cron="0 3 * * *", timezone="Europe/Paris", enabled=False
     )
-    return resources_from_env(env), sensor, schedule
+    return resources_from_env(env | {"RAG_RETRIEVERS": "dense"}), sensor, schedule
 
 
 def tick(definition, **kwargs):
@@ -30,8 +23,8 @@ def tick(definition, **kwargs):
         return definition(context)
 
 
-def test_sensor_requests_a_run_on_a_new_commit_only(notes_repo, questions_path, tmp_path):
-    resources, sensor, _ = setup(notes_repo, questions_path, tmp_path)
+def test_sensor_requests_a_run_on_a_new_commit_only(notes_repo, small_env):
+    resources, sensor, _ = setup(small_env)
     instance = dg.DagsterInstance.ephemeral()
     first = notes_repo.head.commit.hexsha
 
@@ -52,8 +45,8 @@ def test_sensor_requests_a_run_on_a_new_commit_only(notes_repo, questions_path, 
     assert result.run_requests[0].run_key == second and result.cursor == second
 
 
-def test_requested_run_indexes_that_commit_and_the_schedule_then_skips(notes_repo, questions_path, tmp_path):
-    resources, sensor, schedule = setup(notes_repo, questions_path, tmp_path)
+def test_requested_run_indexes_that_commit_and_the_schedule_then_skips(notes_repo, small_env):
+    resources, sensor, schedule = setup(small_env)
     with dg.instance_for_test() as instance:
         run_schedule_story(notes_repo, resources, sensor, schedule, instance)
 

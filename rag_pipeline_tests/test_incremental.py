@@ -164,14 +164,9 @@ def stale_keys(instance, assets) -> set[str]:
     }
 
 
-def test_a_chunker_version_bump_makes_only_its_lane_stale(notes_repo, questions_path, tmp_path):
+def test_a_chunker_version_bump_makes_only_its_lane_stale(small_env):
     instance = dg.DagsterInstance.ephemeral()
-    env = {
-        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
-        "RAG_QUESTIONS": str(questions_path),
-        "RAG_DATA_DIR": str(tmp_path / "out"),
-        "RAG_EMBEDDER": "hashing",
-    }
+    env = small_env
     assets = build_assets(STRATEGIES.values())
     assert dg.materialize(assets, resources=resources_from_env(env), instance=instance).success
     assert stale_keys(instance, assets) == set()
@@ -193,16 +188,9 @@ def test_a_chunker_version_bump_makes_only_its_lane_stale(notes_repo, questions_
     assert lane <= done <= lane | {"evaluation_summary"}
 
 
-def test_a_new_commit_makes_source_notes_stale_and_a_no_op_commit_stops_there(
-    notes_repo, questions_path, tmp_path
-):
+def test_a_new_commit_makes_source_notes_stale_and_a_no_op_commit_stops_there(notes_repo, small_env):
     instance = dg.DagsterInstance.ephemeral()
-    env = {
-        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
-        "RAG_QUESTIONS": str(questions_path),
-        "RAG_DATA_DIR": str(tmp_path / "out"),
-        "RAG_EMBEDDER": "hashing",
-    }
+    env = small_env
     res = resources_from_env(env)
     assets = build_assets(STRATEGIES.values())
     observe([sources.notes_head], instance=instance, resources=res)

@@ -15,7 +15,6 @@ def test_glob():
 
 def test_reads_notes_from_the_commit_tree_not_the_checkout(notes_repo):
     first = notes_repo.head.commit.hexsha
-    (notes_repo.working_tree_dir + "/content/notes/db/deadlock/index.md")
     second = commit_files(
         notes_repo, {"content/notes/db/deadlock/index.md": '---\ntitle: "Deadlock 2"\n---\nnew\n'}, "edit"
     )
@@ -72,3 +71,13 @@ def git_head(path) -> str:
     import git
 
     return git.Repo(path).head.commit.hexsha
+
+
+def test_a_repository_url_is_mirrored_and_fetched(notes_repo, tmp_path):
+    from rag_pipeline.lib.notes import open_repository
+
+    url = f"file://{notes_repo.working_tree_dir}"
+    mirror = open_repository(url, tmp_path / "git")
+    assert mirror.bare and resolve_commit(mirror, "main").hexsha == notes_repo.head.commit.hexsha
+    new = commit_files(notes_repo, {"content/notes/db/deadlock/index.md": "---\ntitle: D\n---\nnew\n"}, "edit")
+    assert resolve_commit(open_repository(url, tmp_path / "git"), "main").hexsha == new

@@ -27,15 +27,9 @@ def test_definitions_load():
     assert defs.resolve_job_def("index_and_evaluate") is not None
 
 
-def test_whole_graph_on_small_repo(notes_repo, questions_path, tmp_path):
+def test_whole_graph_on_small_repo(notes_repo, small_env, tmp_path):
     data = tmp_path / "out"
-    env = {
-        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
-        "RAG_QUESTIONS": str(questions_path),
-        "RAG_DATA_DIR": str(data),
-        "RAG_EMBEDDER": "hashing",
-    }
-    result = run_all(env)
+    result = run_all(small_env)
     assert result.success
     checks = result.get_asset_check_evaluations()
     assert checks and all(c.passed for c in checks), [c.check_name for c in checks if not c.passed]
