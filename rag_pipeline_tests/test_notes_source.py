@@ -79,5 +79,7 @@ def test_a_repository_url_is_mirrored_and_fetched(notes_repo, tmp_path):
     url = f"file://{notes_repo.working_tree_dir}"
     mirror = open_repository(url, tmp_path / "git")
     assert mirror.bare and resolve_commit(mirror, "main").hexsha == notes_repo.head.commit.hexsha
-    new = commit_files(notes_repo, {"content/notes/db/deadlock/index.md": "---\ntitle: D\n---\nnew\n"}, "edit")
+    new = commit_files(
+        notes_repo, {"content/notes/db/deadlock/index.md": "---\ntitle: D\n---\nnew\n"}, "edit"
+    )
     assert resolve_commit(open_repository(url, tmp_path / "git"), "main").hexsha == new
