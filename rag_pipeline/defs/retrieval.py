@@ -82,6 +82,7 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
             query_vectors,
             query_texts,
             retrieval.settings(),
+            retrieval.reranker(),
         )
         # how many units hold an evidence: chunks, or parent sections for `+parent` configurations
         _, spans = questions_from_frame(questions)

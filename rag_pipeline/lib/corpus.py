@@ -40,6 +40,8 @@ def build_repository(corpus: Path, dest: Path) -> git.Repo:
         repo = git.Repo.init(tmp, initial_branch="main")
         for folder, message, date in COMMITS:
             src = corpus / folder
+            if not src.exists():  # a corpus with one commit has no update/
+                continue
             files = sorted(p for p in src.rglob("*") if p.is_file())
             for path in files:
                 target = tmp / path.relative_to(src)
@@ -66,3 +68,9 @@ def ensure_repository(corpus: Path, dest: Path) -> Path:
     if not stamp.exists() or stamp.read_text() != corpus_stamp(corpus):
         build_repository(corpus, dest)
     return dest
+
+
+if __name__ == "__main__":  # python -m rag_pipeline.lib.corpus CORPUS_DIR REPO_DIR
+    import sys
+
+    print(ensure_repository(Path(sys.argv[1]), Path(sys.argv[2])))

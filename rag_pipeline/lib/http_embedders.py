@@ -1,8 +1,7 @@
 """Embedding servers over HTTP: Ollama (`/api/embed`) and OpenAI-compatible (`/v1/embeddings`).
 
-One pooled httpx client per embedder; batches go out with bounded concurrency; timeouts,
-connection errors, 429 and 5xx are retried with exponential backoff and full jitter; any
-other 4xx is an error at once. Every vector is checked (count, dimension, finite) before
+One pooled client per embedder (lib/http.py: retries with backoff and jitter); batches go out
+with bounded concurrency. Every vector is checked (count, dimension, finite) before
 it is handed on; a batch holding a NaN vector is retried one text at a time, once.
 """
 
@@ -11,17 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import httpx
 import numpy as np
 
 from rag_pipeline.lib.embedders import BatchDone, Embedder, EmbeddingError, Kind
+from rag_pipeline.lib.http import JsonClient, ServerError
 
-RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 TOO_LONG = ("context length", "too long", "exceeds", "maximum context")
 
 
@@ -50,38 +46,24 @@ class HttpEmbedder(Embedder):
         self.query_prefix = default_q if query_prefix is None else query_prefix
         self.passage_prefix = default_p if passage_prefix is None else passage_prefix
         self.concurrency = max(1, concurrency)
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.client = httpx.Client(
+        self.http = JsonClient(
+            url,
+            self.backend,
             timeout=timeout,
-            headers=headers or {},
-            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+            max_retries=max_retries,
+            backoff=backoff,
+            headers=headers,
+            connections=self.concurrency,
         )
 
-    # -- transport ---------------------------------------------------------
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST with retries; the server's own error message is kept in the exception."""
-        url = f"{self.url}{path}"
-        for attempt in range(self.max_retries + 1):
-            try:
-                response = self.client.post(url, json=body)
-            except httpx.TimeoutException as exc:
-                problem = f"timed out ({exc.__class__.__name__})"
-            except httpx.TransportError as exc:
-                problem = f"cannot connect ({exc}); is the server running?"
-            else:
-                if response.status_code < 400:
-                    return response.json()
-                problem = f"HTTP {response.status_code}: {server_message(response)}"
-                if response.status_code not in RETRY_STATUS:
-                    raise self.client_error(response, problem)
-            if attempt == self.max_retries:
-                raise EmbeddingError(f"{self.backend} {url}: {problem}, after {attempt + 1} attempts")
-            time.sleep(random.uniform(0, self.backoff * 2**attempt))
-        raise AssertionError("unreachable")
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        try:
+            return self.http.post(path, body)
+        except ServerError as exc:
+            raise self.client_error(exc) from exc
 
-    def client_error(self, response: httpx.Response, problem: str) -> EmbeddingError:
-        return EmbeddingError(f"{self.backend} {response.request.url}: {problem}")
+    def client_error(self, exc: ServerError) -> EmbeddingError:
+        return EmbeddingError(str(exc))
 
     @staticmethod
     def is_too_long(exc: EmbeddingError) -> bool:
@@ -156,12 +138,12 @@ class OllamaEmbedder(HttpEmbedder):
         dims = [v for k, v in info.items() if k.endswith(".embedding_length")]
         self.dim = int(dims[0]) if dims else len(self._embed(["dimension probe"], "passage")[0])
 
-    def client_error(self, response: httpx.Response, problem: str) -> EmbeddingError:
-        if response.status_code == 404 and "not found" in problem.lower():
+    def client_error(self, exc: ServerError) -> EmbeddingError:
+        if exc.status == 404 and "not found" in str(exc).lower():
             return EmbeddingError(
                 f"ollama {self.url}: model {self.model!r} not found; run `ollama pull {self.model}` on that server"
             )
-        return super().client_error(response, problem)
+        return super().client_error(exc)
 
     def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
         prefix = self.prefix(kind)
@@ -226,14 +208,3 @@ class OpenAIEmbedder(HttpEmbedder):
             if rows
             else np.zeros((0, 0), np.float32)
         )
-
-
-def server_message(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:200]
-    error = body.get("error", body) if isinstance(body, dict) else body
-    if isinstance(error, dict):
-        error = error.get("message", error)
-    return str(error)[:300]

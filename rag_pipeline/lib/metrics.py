@@ -176,6 +176,15 @@ def hits_within(outcomes: pd.DataFrame, budget: int) -> np.ndarray:
     return first_ranks_of(scored) <= fit
 
 
+def context_recall(outcomes: pd.DataFrame, context_k: int, context_chars: int) -> float:
+    """Share of answerable questions whose evidence would reach the LLM: among the first
+    `context_k` units, and within `context_chars` characters."""
+    scored = _answerable(outcomes)
+    chars = np.array(scored["chars_at"].tolist(), dtype=float).reshape(len(scored), -1)
+    fit = np.minimum((chars <= context_chars).sum(axis=1), context_k)
+    return float((first_ranks_of(scored) <= fit).mean()) if len(scored) else float("nan")
+
+
 def budget_recall(outcomes: pd.DataFrame, budgets: Sequence[int] = BUDGETS) -> pd.DataFrame:
     """Evidence recall when the LLM may read `budget` characters: the fair comparison across chunk sizes."""
     return pd.DataFrame(

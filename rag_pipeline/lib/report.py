@@ -18,12 +18,13 @@ from rag_pipeline.lib.metrics import (
     REPORT_KS,
     budget_recall,
     category_recall,
+    context_recall,
     first_ranks_of,
     hits_within,
     paired_randomization,
     summarize,
 )
-from rag_pipeline.lib.retrievers import parse_retriever
+from rag_pipeline.lib.retrievers import RetrievalSettings, parse_retriever
 
 
 def run_label(strategy: str, retriever: str) -> str:
@@ -179,8 +180,9 @@ def comparison(outcomes: pd.DataFrame, run_keys: list[str], baseline: tuple[str,
 
 
 def build_report(
-    outcomes: pd.DataFrame, run_keys: list[str], candidate_k: int, baseline: tuple[str, str]
+    outcomes: pd.DataFrame, run_keys: list[str], settings: RetrievalSettings, baseline: tuple[str, str]
 ) -> Report:
+    candidate_k = settings.candidate_k
     summaries, budgets, categories = [], [], []
     for keys, run in outcomes.groupby(run_keys, sort=False):
         tag = dict(zip(run_keys, keys))
@@ -190,6 +192,7 @@ def build_report(
                 n_chunks=int(run["n_chunks"].iloc[0]),
                 analyzer=run["analyzer"].iloc[0],
                 candidate_recall=candidate_recall(outcomes, keys, run_keys, candidate_k),
+                context_recall=context_recall(run, settings.context_k, settings.context_chars),
             )
         )
         budgets.append(budget_recall(run).assign(**tag))
@@ -225,7 +228,8 @@ def build_report(
         f"{int(summary['n_questions'].iloc[0])} answerable questions "
         f"({int(summary['n_unanswerable'].iloc[0])} unanswerable kept apart); "
         f"embedding_version {', '.join(f'`{v}`' for v in summary['embedding_version'].unique())}; "
-        f"BM25 analyzer `{summary['analyzer'].iloc[0]}`; candidate_k {candidate_k}"
+        f"BM25 analyzer `{summary['analyzer'].iloc[0]}`; candidate_k {candidate_k}; what reaches the LLM "
+        f"(context): the first {settings.context_k} units within {settings.context_chars:,} characters"
     )
     matrix_md = f"{header}\n\n{to_markdown(matrix)}"
     seed_md = to_markdown(seed_table(summary))
@@ -257,7 +261,8 @@ def build_report(
         "# Retrieval evaluation\n\n"
         f"{matrix_md}\n\n"
         "Columns: evidence recall at k, MRR@10 and nDCG@10 (binary gains), median characters passed at k=5, "
-        f"candidate recall (evidence in the top {candidate_k} of the run's inputs), recall within a budget of "
+        f"candidate recall (evidence in the top {candidate_k} of the run's inputs), context recall (evidence "
+        "among what would reach the LLM), recall within a budget of "
         "1k/2k/4k/8k characters, and the paired difference of evid@5 with the baseline "
         f"`{run_label(*baseline)}` (p: paired randomisation test, 10,000 sign flips).\n\n"
         "![evidence recall against the characters budget](budget_recall.png)\n\n"
@@ -310,6 +315,7 @@ def matrix_table(summary: pd.DataFrame, budget: pd.DataFrame, compared: pd.DataF
             "ndcg@10": at.at[10, "ndcg"],
             "chars@5": int(at.at[5, "chars_median"]),
             "candidates": run["candidate_recall"].iloc[0],
+            "context": run["context_recall"].iloc[0],
         }
         row |= {f"r@{int(k) // 1000}k": b.at[k, "evidence_recall"] for k in b.index}
         if not c.empty:

@@ -5,6 +5,7 @@ A configuration is named `<ranker>[+ctx][+parent]`:
   `rrf` (Reciprocal Rank Fusion), `minmax` or `zscore` (weighted normalised scores);
 - `+ctx`: chunks are embedded and indexed with their note title and heading path in front
   (the text passed on stays the original);
+- `+rerank`: the top `rerank_k` results are re-ordered by an HTTP cross-encoder reranker;
 - `+parent`: the small chunks retrieved stand for their parent section, which is what is
   passed on; duplicates of one parent are merged at the best rank.
 """
@@ -19,6 +20,7 @@ import pandas as pd
 
 from rag_pipeline.lib.fusion import rrf, score_fusion
 from rag_pipeline.lib.lexical import BM25, Analyzer
+from rag_pipeline.lib.rerank import HttpReranker
 from rag_pipeline.lib.retrieval import top_k
 
 RANKERS = ("dense", "bm25", "rrf", "minmax", "zscore")
@@ -32,6 +34,7 @@ class RetrieverSpec:
     ranker: str
     contextual: bool
     parent: bool
+    rerank: bool = False
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -42,11 +45,11 @@ class RetrieverSpec:
 
 def parse_retriever(name: str) -> RetrieverSpec:
     ranker, *flags = name.split("+")
-    if ranker not in RANKERS or set(flags) - {"ctx", "parent"} or len(set(flags)) != len(flags):
+    if ranker not in RANKERS or set(flags) - {"ctx", "rerank", "parent"} or len(set(flags)) != len(flags):
         raise ValueError(
-            f"unknown retriever {name!r}: a ranker of {RANKERS} optionally followed by +ctx and/or +parent"
+            f"unknown retriever {name!r}: a ranker of {RANKERS} optionally followed by +ctx, +rerank, +parent"
         )
-    return RetrieverSpec(name, ranker, "ctx" in flags, "parent" in flags)
+    return RetrieverSpec(name, ranker, "ctx" in flags, "parent" in flags, "rerank" in flags)
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,16 @@ class RetrievalSettings:
     rrf_k: float = 60.0
     dense_weight: float = 0.5
     depth: int = 50  # results kept per question and configuration
+    rerank_k: int = 20
+    context_k: int = 5  # units passed to the LLM at most
+    context_chars: int = 4000  # and characters
+
+    def __post_init__(self):
+        if not self.candidate_k >= self.rerank_k >= self.context_k >= 1:
+            raise ValueError(
+                f"need candidate_k >= rerank_k >= context_k >= 1, got candidate_k={self.candidate_k}, "
+                f"rerank_k={self.rerank_k}, context_k={self.context_k}"
+            )
 
 
 def contextual_text(heading_path: str, text: str) -> str:
@@ -107,6 +120,7 @@ def retrieve(
     query_vectors: np.ndarray,
     query_texts: list[str],
     settings: RetrievalSettings,
+    reranker: HttpReranker | None = None,
 ) -> pd.DataFrame:
     """Ranked rows (question_id, retriever, rank, score, chunk_id, note, start, end, n_chars) of every
     configuration named and of every fusion input."""
@@ -122,6 +136,7 @@ def retrieve(
     chunks = index.chunks
     parent_of = chunks["parent_id"].to_numpy()
     parent_span = list(zip(chunks["note"], chunks["parent_start"], chunks["parent_end"]))
+    texts = chunks["text"].tolist()
     out: dict[str, list] = {
         c: [] for c in ("question_id", "retriever", "rank", "score", "position", "parent")
     }
@@ -136,6 +151,14 @@ def retrieve(
                     hits = score_fusion(runs, weights, spec.ranker)
             else:
                 hits = base[spec.inputs[0]][qi]
+            if spec.rerank:
+                if reranker is None:
+                    raise ValueError(
+                        f"{spec.name}: no reranker configured (set the retrieval resource's rerank_url)"
+                    )
+                head = hits[: settings.rerank_k]
+                scores = reranker.scores(query_texts[qi], [texts[p] for p, _ in head])
+                hits = sorted(zip((p for p, _ in head), scores), key=lambda h: -h[1])
             if spec.parent:
                 hits = merge_parents(hits, parent_of, parent_span)
             hits = hits[: settings.depth]

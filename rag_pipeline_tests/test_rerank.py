@@ -1,0 +1,107 @@
+"""The reranking stage against a local protocol stub of Text Embeddings Inference's `/rerank` and
+the Cohere-style `/v1/rerank` (neither server can be installed here)."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+import pytest
+
+from rag_pipeline.definitions import assets
+from rag_pipeline.defs.resources import resources_from_env
+from rag_pipeline.lib.rerank import HttpReranker, RerankError
+from rag_pipeline.lib.retrievers import RetrievalSettings, retrieve
+from rag_pipeline_tests.test_retrievers import small_index
+
+
+def overlap(query: str, text: str) -> float:
+    """The stub's relevance: characters of the query found in the text."""
+    return float(sum(c in text for c in set(query)))
+
+
+class FakeReranker:
+    def __init__(self, drop_one: bool = False):
+        self.calls: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.calls.append(body)
+                texts = body.get("texts") or body.get("documents")
+                scored = [{"index": i, "score": overlap(body["query"], t)} for i, t in enumerate(texts)]
+                scored = sorted(scored, key=lambda s: -s["score"])[: len(scored) - drop_one]
+                if self.path == "/v1/rerank":
+                    answer = {
+                        "results": [{"index": s["index"], "relevance_score": s["score"]} for s in scored]
+                    }
+                else:
+                    answer = scored
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("protocol", ["tei", "cohere"])
+def test_scores_come_back_in_the_order_asked(protocol):
+    with FakeReranker() as server:
+        scores = HttpReranker(server.url, "bge-reranker", protocol).scores("abc", ["zzz", "abc", "a"])
+        assert scores == [0.0, 3.0, 1.0]
+
+
+def test_a_missing_score_is_an_error():
+    with FakeReranker(drop_one=True) as server, pytest.raises(RerankError, match="asked to score 3 texts"):
+        HttpReranker(server.url).scores("abc", ["zzz", "abc", "a"])
+
+
+def test_rerank_reorders_the_top_candidates_only():
+    index = small_index()
+    with FakeReranker() as server:
+        frame = retrieve(
+            index,
+            ["dense+rerank"],
+            ["q1"],
+            np.array([[1, 0, 0]], np.float32),  # dense puts chunk a first
+            ["SQLSTATE 40P01"],
+            RetrievalSettings(rerank_k=2, context_k=1),
+            HttpReranker(server.url),
+        )
+        assert len(server.calls) == 1 and len(server.calls[0]["texts"]) == 2
+    reranked = frame[frame["retriever"] == "dense+rerank"]
+    assert reranked["chunk_id"].tolist() == ["b", "a"]  # the reranker prefers the chunk holding 40P01
+
+
+def test_settings_must_narrow_down():
+    with pytest.raises(ValueError, match="candidate_k >= rerank_k >= context_k"):
+        RetrievalSettings(candidate_k=10, rerank_k=20)
+
+
+def test_pipeline_with_a_rerank_stage(small_env):
+    with FakeReranker() as server:
+        env = small_env | {"RAG_RETRIEVERS": "dense,rrf+rerank", "RAG_RERANK_URL": server.url}
+        result = dg.materialize(
+            assets, resources=resources_from_env(env), instance=dg.DagsterInstance.ephemeral()
+        )
+        assert result.success
+    summary = pd.read_parquet(f"{small_env['RAG_DATA_DIR']}/reports/evaluation_summary.parquet")
+    assert {"rrf+rerank", "dense", "bm25"} <= set(summary["retriever"])
+    assert summary["context_recall"].between(0, 1).all()
