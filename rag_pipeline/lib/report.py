@@ -95,16 +95,24 @@ def recall_plots(summary: pd.DataFrame) -> tuple[bytes, bytes]:
 
 
 def budget_plot(budgets: pd.DataFrame) -> bytes:
-    """Evidence recall against the characters the LLM may read, one line per configuration."""
+    """Evidence recall against the characters the LLM may read, one line per configuration:
+    the colour names the strategy, the line and marker the retriever."""
     fig, ax = plt.subplots(figsize=(8, 5))
+    strategies = list(dict.fromkeys(budgets["strategy"]))
+    retrievers = list(dict.fromkeys(budgets["retriever"]))
+    colours = plt.get_cmap("tab10")
+    styles = ["-", "--", ":", "-."]
+    markers = ["o", "s", "^", "v", "D", "x", "+", "*", "P"]
     for (strategy, retriever), run in budgets.groupby(["strategy", "retriever"], sort=False):
-        style = "-" if retriever == "dense" else ("--" if "+" in retriever else ":")
+        r = retrievers.index(retriever)
         ax.plot(
             run["budget_chars"],
             run["evidence_recall"],
-            style,
-            marker="o",
-            markersize=3,
+            linestyle=styles[r % len(styles)],
+            marker=markers[r % len(markers)],
+            markersize=4,
+            linewidth=1,
+            color=colours(strategies.index(strategy) % 10),
             label=run_label(strategy, retriever),
         )
     ax.set(
