@@ -78,7 +78,7 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         for name, png in report.plots.items():
             write_bytes(png, reports / f"{name}.png")
         write_bytes(report.markdown.encode(), reports / "report.md")
-        context.log.info(f"evaluation summary:\n{report.headline}")
+        context.log.info(f"evaluation summary:\n{report.matrix_md}")
         return dg.MaterializeResult(
             data_version=dg.DataVersion(
                 content_version(

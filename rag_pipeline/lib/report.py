@@ -138,7 +138,6 @@ class Report:
     ranks_md: str
     plots_md: str
     markdown: str
-    headline: str
 
 
 def candidate_recall(outcomes: pd.DataFrame, keys: tuple, run_keys: list[str], candidate_k: int) -> float:
@@ -298,7 +297,6 @@ def build_report(
         ranks_md=ranks_md,
         plots_md=plots_md,
         markdown=markdown,
-        headline=matrix_md,
     )
 
 
