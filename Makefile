@@ -17,10 +17,13 @@ run: install  ## materialize every asset on the bundled corpus, then print the e
 	$(BIN)/dagster asset materialize -m rag_pipeline.definitions --select '*'
 	$(BIN)/python -m rag_pipeline.show_report
 
+# its own Dagster instance, so the held-out runs do not mix with the bundled corpus's lineage
 holdout: install  ## the same pipeline on the held-out notes and questions (data/eval_sets/holdout)
 	$(BIN)/python -m rag_pipeline.lib.corpus data/eval_sets/holdout/corpus data/build/holdout-repo
-	RAG_NOTES_REPO=data/build/holdout-repo RAG_QUESTIONS=data/eval_sets/holdout/questions.json \
-	  RAG_DATA_DIR=data/build/holdout $(BIN)/dagster asset materialize -m rag_pipeline.definitions --select '*'
+	mkdir -p data/build/holdout/dagster_home
+	DAGSTER_HOME=$(CURDIR)/data/build/holdout/dagster_home RAG_NOTES_REPO=data/build/holdout-repo \
+	  RAG_QUESTIONS=data/eval_sets/holdout/questions.json RAG_DATA_DIR=data/build/holdout \
+	  $(BIN)/dagster asset materialize -m rag_pipeline.definitions --select '*'
 	RAG_DATA_DIR=data/build/holdout $(BIN)/python -m rag_pipeline.show_report
 
 test: install  ## the whole suite, slow end-to-end tests included
