@@ -18,7 +18,7 @@ import pandas as pd
 
 from rag_pipeline.definitions import assets
 from rag_pipeline.defs.resources import resources_from_env
-from rag_pipeline.lib.embedders import make_embedder
+from rag_pipeline.lib.backends import make_embedder
 from rag_pipeline.lib.retrievers import contextual_text
 
 

@@ -6,8 +6,9 @@ from collections.abc import Iterable
 import dagster as dg
 
 from rag_pipeline.defs import automation, chunks, embeddings, evaluation, retrieval, sources
-from rag_pipeline.defs.resources import resources_from_env
+from rag_pipeline.defs.resources import build_resources
 from rag_pipeline.lib.chunking import STRATEGIES, Strategy
+from rag_pipeline.settings import Settings
 
 LANE = (
     chunks.chunks_asset,
@@ -31,6 +32,7 @@ def build_assets(strategies: Iterable[Strategy]) -> list:
     ]
 
 
+settings = Settings.from_env(os.environ)  # a bad RAG_* value fails here, when the code location loads
 assets = build_assets(STRATEGIES.values())
 
 index_and_evaluate = dg.define_asset_job(
@@ -41,10 +43,10 @@ index_and_evaluate = dg.define_asset_job(
 
 notes_commit_sensor, nightly_reindex = automation.build_automation(
     index_and_evaluate.name,
-    branch=os.environ.get("RAG_WATCH_REF") or os.environ.get("RAG_NOTES_REF") or "HEAD",
-    cron=os.environ.get("RAG_REINDEX_CRON") or "0 3 * * *",
-    timezone=os.environ.get("RAG_REINDEX_TIMEZONE") or "UTC",
-    enabled=os.environ.get("RAG_REINDEX", "off").lower() in ("1", "on", "true", "yes"),
+    branch=settings.watch_ref or settings.notes_ref,
+    cron=settings.reindex_cron,
+    timezone=settings.reindex_timezone,
+    enabled=settings.reindex,
 )
 
 defs = dg.Definitions(
@@ -52,7 +54,7 @@ defs = dg.Definitions(
     jobs=[index_and_evaluate],
     sensors=[notes_commit_sensor],
     schedules=[nightly_reindex],
-    resources=resources_from_env(os.environ),
+    resources=build_resources(settings),
     # the steps are light glue around numpy and the in-process embedder: one process is much faster
     executor=dg.in_process_executor,
 )

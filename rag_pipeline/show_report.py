@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from rag_pipeline.defs.resources import DEFAULT_DATA_DIR
 from rag_pipeline.lib.report import matrix_table, seed_table, to_markdown
+from rag_pipeline.settings import DEFAULT_DATA_DIR
 
 
 def main() -> int:

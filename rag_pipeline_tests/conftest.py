@@ -141,3 +141,36 @@ def small_env(notes_repo, questions_path: Path, tmp_path: Path) -> dict[str, str
         "RAG_DATA_DIR": str(tmp_path / "out"),
         "RAG_EMBEDDER": "hashing",
     }
+
+
+def run_all(
+    env: dict[str, str],
+    assets=None,
+    *,
+    instance=None,
+    selection=None,
+    resources: dict | None = None,
+    raise_on_error: bool = True,
+):
+    """Materialize the asset graph (default: the project's) in-process with the resources `env` describes."""
+    import dagster as dg
+
+    from rag_pipeline.definitions import assets as project_assets
+    from rag_pipeline.defs.resources import resources_from_env
+
+    return dg.materialize(
+        project_assets if assets is None else assets,
+        selection=selection,
+        resources=resources_from_env(env) | (resources or {}),
+        instance=instance or dg.DagsterInstance.ephemeral(),
+        raise_on_error=raise_on_error,
+    )
+
+
+def materialization_metadata(result, asset: str) -> dict:
+    """The metadata values of `asset`'s materialization in a run's result."""
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.to_user_string() == asset:
+            return {k: v.value for k, v in mat.metadata.items()}
+    raise KeyError(asset)

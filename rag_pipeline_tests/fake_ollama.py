@@ -27,6 +27,7 @@ class FakeOllama:
     def __init__(self):
         self.faults: list[str] = []
         self.requests: list[dict] = []
+        self.calls = 0  # every request, /api/show included
         self.poison = "POISON"  # a text holding this always gets a NaN vector
         self.slow_seconds = 1.0
         self.max_chars = 200  # inputs longer than this are "over the context length"
@@ -38,9 +39,11 @@ class FakeOllama:
             def log_message(self, *args):
                 pass
 
-            def reply(self, status: int, body: object) -> None:
+            def reply(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(body).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -48,6 +51,7 @@ class FakeOllama:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.calls += 1
                 if body.get("model") != MODEL:
                     return self.reply(404, {"error": f"model '{body.get('model')}' not found"})
                 if self.path == "/api/show":
@@ -63,6 +67,8 @@ class FakeOllama:
                     return self.reply(int(fault), {"error": "model runner crashed"})
                 if fault == "429":
                     return self.reply(429, {"error": "server busy"})
+                if fault == "429-retry-after":
+                    return self.reply(429, {"error": "server busy"}, {"Retry-After": "1"})
                 if fault == "400":
                     return self.reply(400, {"error": "invalid request"})
                 if any(len(t) > outer.max_chars for t in texts):

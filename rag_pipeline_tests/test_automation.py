@@ -59,7 +59,11 @@ def run_schedule_story(notes_repo, resources, sensor, schedule, instance):
 
     # the run the request describes pins the ref and records the commit range
     commit_files(
-        notes_repo, {"content/notes/net/tcp-handshake/index.md": "---\ntitle: T\n---\nlater\n"}, "later"
+        notes_repo,
+        {
+            "content/notes/net/tcp-handshake/index.md": "---\ntitle: T\n---\nTo learn that the other received its initial sequence number.\n"
+        },
+        "later",
     )
     job = dg.Definitions(assets=assets, jobs=[index_and_evaluate], resources=resources).resolve_job_def(
         "index_and_evaluate"

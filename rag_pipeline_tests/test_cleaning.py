@@ -1,4 +1,5 @@
-from rag_pipeline.lib.cleaning import clean_markdown, clean_note, front_matter_title
+from rag_pipeline.lib.cleaning import clean_markdown, clean_note
+from rag_pipeline.lib.frontmatter import split_front_matter
 
 MD = """---
 title: "Deadlock"
@@ -27,9 +28,9 @@ graph LR
 
 
 def test_front_matter_title():
-    assert front_matter_title(MD) == "Deadlock"
-    assert front_matter_title('+++\ntitle = "TOML"\n+++\nbody') == "TOML"
-    assert front_matter_title("no front matter") is None
+    assert split_front_matter(MD)[0]["title"] == "Deadlock"
+    assert split_front_matter('+++\ntitle = "TOML"\n+++\nbody') == ({"title": "TOML"}, "body")
+    assert split_front_matter("no front matter") == ({}, "no front matter")
 
 
 def test_clean_removes_markup_keeps_text_and_tables():

@@ -119,13 +119,13 @@ def test_other_4xx_fail_at_once():
 
 def test_missing_model_says_to_pull_it():
     with FakeOllama() as server, pytest.raises(EmbeddingError, match="run `ollama pull nomic-embed-text`"):
-        OllamaEmbedder(server.url, "nomic-embed-text")
+        OllamaEmbedder(server.url, "nomic-embed-text").identity()
 
 
 def test_connection_refused_is_a_clear_error():
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(EmbeddingError, match=r"cannot connect .*is the server running\?, after 2 attempts"):
-        OllamaEmbedder(url, "bge-m3", max_retries=1, backoff=0.01)
+        OllamaEmbedder(url, "bge-m3", max_retries=1, backoff=0.01).identity()
 
 
 def store_for(emb, tmp_path) -> VectorStore:
@@ -145,8 +145,16 @@ def store_for(emb, tmp_path) -> VectorStore:
             [],
             r"chunk c2: input over the model's context, not sent truncated",
         ),
-        (["ok 1", "ok 2", "ok 3", "ok 4"], ["", "wrong_dim"], r"vectors of dimension 9, declared 8"),
-        (["ok 1", "ok 2", "ok 3", "ok 4"], ["", "wrong_count"], r"asked for 2 vectors, got 1"),
+        (
+            ["ok 1", "ok 2", "ok 3", "ok 4"],
+            ["", "wrong_dim"],
+            r"ollama http://127\.0\.0\.1:\d+ model 'bge-m3': vectors of dimension 9, expected 8",
+        ),
+        (
+            ["ok 1", "ok 2", "ok 3", "ok 4"],
+            ["", "wrong_count"],
+            r"ollama http://127\.0\.0\.1:\d+ model 'bge-m3': asked for 2 vectors, got 1",
+        ),
     ],
 )
 def test_bad_answers_fail_naming_the_chunk_and_store_nothing_half_written(tmp_path, texts, faults, message):

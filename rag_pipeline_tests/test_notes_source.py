@@ -1,6 +1,6 @@
 import pytest
 
-from rag_pipeline.lib.corpus import build_repository
+from rag_pipeline.lib.bundled_repo import build_repository
 from rag_pipeline.lib.notes import NotesSourceError, glob_regex, read_notes, resolve_commit
 from rag_pipeline_tests.conftest import commit_files
 
@@ -39,7 +39,7 @@ def test_bad_ref_and_duplicate_slug_are_named(notes_repo):
 
 
 def test_bundled_corpus_builds_with_stable_shas(tmp_path):
-    from rag_pipeline.defs.resources import BUNDLED_CORPUS
+    from rag_pipeline.settings import BUNDLED_CORPUS
 
     a = build_repository(BUNDLED_CORPUS, tmp_path / "a")
     b = build_repository(BUNDLED_CORPUS, tmp_path / "b")
@@ -54,8 +54,8 @@ def test_bundled_corpus_builds_with_stable_shas(tmp_path):
 def test_bundled_repository_is_rebuilt_when_the_corpus_changes(tmp_path):
     import shutil
 
-    from rag_pipeline.defs.resources import BUNDLED_CORPUS
-    from rag_pipeline.lib.corpus import ensure_repository
+    from rag_pipeline.lib.bundled_repo import ensure_repository
+    from rag_pipeline.settings import BUNDLED_CORPUS
 
     corpus = tmp_path / "corpus"
     shutil.copytree(BUNDLED_CORPUS, corpus)

@@ -6,6 +6,7 @@ from rag_pipeline.lib.questions import (
     QuestionsError,
     check_notes_exist,
     evidence_problems,
+    invalid_gold_message,
     load_questions,
     questions_frame,
     questions_from_frame,
@@ -63,11 +64,16 @@ def test_evidence_problems_and_frame_round_trip(questions_path):
         "tcp-handshake": "Each side must learn that the other received its initial sequence number.",
     }
     problems = evidence_problems(qs, texts)
-    assert problems == [
-        "question 2: evidence 'Parquet は 15.6 分の 1 の大きさでした' absent from note 'columnar-storage'",
-        "question 4: evidence '最大 3 回まで再試行します' found 2 times in note 'deadlock'",
-        "question 4: evidence 'キューに移して後で処理します' absent from note 'deadlock'",
-    ]
+    assert problems == {
+        "2": "evidence 'Parquet は 15.6 分の 1 の大きさでした' absent from note 'columnar-storage'",
+        "4": "evidence '最大 3 回まで再試行します' found 2 times in note 'deadlock'; "
+        "evidence 'キューに移して後で処理します' absent from note 'deadlock'",
+    }
+    message = invalid_gold_message("q.json", problems)
+    assert (
+        message.startswith("q.json: 2 question(s) with bad gold labels: question 2 (")
+        and "question 4 (" in message
+    )
     back, spans = questions_from_frame(questions_frame(qs, texts))
     assert [q.q for q in back] == [q.q for q in qs]
     assert spans["1"] == [("deadlock", 0, len("SQLSTATE 40P01 が返ります"))]

@@ -3,16 +3,10 @@
 import dagster as dg
 import pandas as pd
 
+from rag_pipeline.defs.io import versioned
 from rag_pipeline.defs.resources import DataStore
-from rag_pipeline.lib.chunking import Strategy, chunk_note, coverage_problems
-from rag_pipeline.lib.cleaning import Section
-from rag_pipeline.lib.incremental import content_version, note_changes
-
-
-def chunk_key(row: dict) -> str:
-    """What a note's chunks depend on: equal keys mean the previous chunks can be reused.
-    A file written before a column existed gives None there, so nothing of it is reused."""
-    return f"{row.get('source_version')}|{row.get('cleaner_version')}|{row.get('chunker_version')}"
+from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems
+from rag_pipeline.lib.incremental import rebuild_by_note
 
 
 def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
@@ -38,38 +32,19 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
     )
     def _chunks(context: dg.AssetExecutionContext, cleaned_notes: pd.DataFrame, store: DataStore):
         previous = store.previous(storage_path)
-        kept: dict[str, list[dict]] = {}
-        if previous is not None:
-            for row in previous.to_dict("records"):
-                kept.setdefault(row["note"], []).append(row)
-        changes = note_changes(
-            {n: chunk_key(rows[0]) for n, rows in kept.items()},
-            {
-                n.note: chunk_key(n._asdict() | {"chunker_version": strategy.version})
-                for n in cleaned_notes.itertuples(index=False)
-            },
+        rows, changes = rebuild_by_note(
+            [] if previous is None else previous.to_dict("records"),
+            [n | {"chunker_version": strategy.version} for n in cleaned_notes.to_dict("records")],
+            key=lambda r: f"{r.get('source_version')}|{r.get('cleaner_version')}|{r.get('chunker_version')}",
+            build=lambda n: chunk_cleaned_note(strategy, n),
+            refresh=lambda row, note: row | {"commit": note["commit"]},
         )
-        reuse = set(changes.unchanged)
-        rows: list[dict] = []
-        for n in cleaned_notes.itertuples(index=False):
-            if n.note in reuse:
-                rows += [r | {"commit": n.commit} for r in kept[n.note]]
-                continue
-            rows += chunk_note(
-                strategy,
-                note=n.note,
-                source_version=n.source_version,
-                commit=n.commit,
-                cleaner_version=n.cleaner_version,
-                text=n.text,
-                sections=[Section(**s) for s in n.sections],
-            )
         frame = pd.DataFrame(rows)
         before = set() if previous is None else set(previous["chunk_id"])
         after = set(frame["chunk_id"])
         counts = changes.counts() | {
             "chunks": len(frame),
-            "chunks_reused": sum(len(kept[n]) for n in reuse),
+            "chunks_reused": len(after & before),
             "chunks_new": len(after - before),
             "chunks_removed": len(before - after),
         }
@@ -77,16 +52,14 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
         problems = coverage_problems(
             rows, dict(zip(cleaned_notes["note"], cleaned_notes["text"])), strategy.overlapping
         )
-        yield dg.Output(
+        yield versioned(
             frame,
-            data_version=dg.DataVersion(content_version(frame, ["chunk_id"])),
-            metadata={
-                "strategy": strategy.name,
-                "chunker_version": strategy.version,
-                "chars_median": int(frame["n_chars"].median()),
-                "chars_max": int(frame["n_chars"].max()),
-            }
-            | counts,
+            ["chunk_id"],
+            strategy=strategy.name,
+            chunker_version=strategy.version,
+            chars_median=int(frame["n_chars"].median()),
+            chars_max=int(frame["n_chars"].max()),
+            **counts,
         )
         yield dg.AssetCheckResult(
             passed=not problems,

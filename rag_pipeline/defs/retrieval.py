@@ -4,13 +4,13 @@ import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
 
-from rag_pipeline.defs.embeddings import progress_logger
+from rag_pipeline.defs.io import forward_logs, versioned
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.incremental import content_version
+from rag_pipeline.lib.embedders import progress_reporter
 from rag_pipeline.lib.lexical import make_analyzer
-from rag_pipeline.lib.metrics import relevant_counts
-from rag_pipeline.lib.questions import questions_from_frame
+from rag_pipeline.lib.metrics import relevant_column
+from rag_pipeline.lib.questions import questions_from_frame, usable
 from rag_pipeline.lib.retrievers import ChunkIndex, lexical_miss_share, retrieve
 from rag_pipeline.lib.storage import vector_matrix
 from rag_pipeline.lib.vectorstore import embed_cached
@@ -45,7 +45,8 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
         retrieval: RetrievalResource,
         store: DataStore,
     ):
-        model = embedder.get()
+        model = embedder.get(store)
+        questions = usable(questions)
         path = store.embeddings_path(model.embedding_version, strategy.name)
         if not path.exists():
             raise FileNotFoundError(
@@ -66,15 +67,16 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
             analyzer=analyzer,
         )
         query_texts = questions["q"].tolist()
-        query_vectors, _, embedded = embed_cached(
-            model,
-            store.vector_store(model),
-            query_texts,
-            "query",
-            labels=[f"question {q}" for q in questions["question_id"]],
-            batch_size=embedder.batch_size,
-            progress=progress_logger(context, f"{name} questions"),
-        )
+        with forward_logs(context):
+            query_vectors, _, embedded = embed_cached(
+                model,
+                store.vector_store(model),
+                query_texts,
+                "query",
+                labels=[f"question {q}" for q in questions["question_id"]],
+                batch_size=embedder.batch_size,
+                progress=progress_reporter(context.log.info, f"{name} questions"),
+            )
         frame = retrieve(
             index,
             retrieval.retrievers,
@@ -84,33 +86,23 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
             retrieval.settings(),
             retrieval.reranker(),
         )
-        # how many units hold an evidence: chunks, or parent sections for `+parent` configurations
         _, spans = questions_from_frame(questions)
-        parents = chunks[["note", "parent_start", "parent_end"]].drop_duplicates().reset_index(drop=True)
-        relevant = {
-            False: relevant_counts(spans, chunks),
-            True: relevant_counts(
-                spans, parents.rename(columns={"parent_start": "start", "parent_end": "end"})
-            ),
-        }
-        frame["n_relevant"] = [
-            relevant["+parent" in r].get(q, 0) for q, r in zip(frame["question_id"], frame["retriever"])
-        ]
+        frame["n_relevant"] = relevant_column(frame, spans, chunks)
         frame["strategy"] = strategy.name
         frame["embedding_version"] = model.embedding_version
         frame["analyzer"] = analyzer.version
         frame["n_chunks"] = len(chunks)
+        # where the numbers come from, carried to every report
+        frame["commit"] = chunks["commit"].iloc[0] if len(chunks) else ""
+        frame["questions_sha256"] = questions["questions_sha256"].iloc[0] if len(questions) else ""
         miss = lexical_miss_share(index, query_texts)
-        yield dg.Output(
+        yield versioned(
             frame,
-            data_version=dg.DataVersion(content_version(frame, list(frame.columns))),
-            metadata={
-                "questions": len(questions),
-                "retrievers": ", ".join(retrieval.retrievers),
-                "analyzer": analyzer.version,
-                "queries_embedded": embedded,
-                "lexical_miss_share": miss,
-            },
+            questions=len(questions),
+            retrievers=", ".join(retrieval.retrievers),
+            analyzer=analyzer.version,
+            queries_embedded=embedded,
+            lexical_miss_share=miss,
         )
         yield dg.AssetCheckResult(
             passed=miss <= retrieval.max_lexical_miss_share,

@@ -1,12 +1,22 @@
 """Source stage: the repository head, notes read from the pinned commit, cleaned text, the questions."""
 
+import hashlib
+from pathlib import Path
+
 import dagster as dg
 import pandas as pd
 
+from rag_pipeline.defs.io import data_version, versioned
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.cleaning import CLEANER_VERSION, clean_note
-from rag_pipeline.lib.incremental import content_version, note_changes
-from rag_pipeline.lib.questions import check_notes_exist, evidence_problems, questions_frame
+from rag_pipeline.lib.incremental import rebuild_by_note
+from rag_pipeline.lib.questions import (
+    QuestionsError,
+    check_notes_exist,
+    evidence_problems,
+    invalid_gold_message,
+    questions_frame,
+)
 
 SOURCE_PATH = "notes/source_notes.parquet"
 CLEANED_PATH = "notes/cleaned_notes.parquet"
@@ -19,7 +29,7 @@ def notes_head(notes_repo: NotesRepository, store: DataStore) -> dg.DataVersion:
 
 @dg.asset(
     group_name="sources",
-    code_version="source-v1",
+    code_version="source-v2",
     kinds={"git", "parquet"},
     deps=[notes_head],
     metadata={"storage_path": SOURCE_PATH},
@@ -36,7 +46,7 @@ def source_notes(
     return dg.Output(
         frame,
         # the commit is left out: a commit that touches no note changes nothing downstream
-        data_version=dg.DataVersion(content_version(frame, ["note", "path", "source_version"])),
+        data_version=data_version(frame, ["note", "path", "source_version"]),
         metadata={
             "commit": commit,
             "previous_commit": since or "",
@@ -46,6 +56,19 @@ def source_notes(
             "raw_chars": int(frame["raw"].str.len().sum()),
         },
     )
+
+
+def _cleaned(note: dict) -> list[dict]:
+    cleaned = clean_note(note["raw"], note["title"])
+    fields = ("note", "path", "commit", "source_version", "title", "cleaner_version")
+    return [
+        {k: note[k] for k in fields}
+        | {
+            "text": cleaned.text,
+            "n_chars": len(cleaned.text),
+            "sections": [s.__dict__ for s in cleaned.sections],
+        }
+    ]
 
 
 @dg.asset(
@@ -62,73 +85,72 @@ def cleaned_notes(
     A note whose blob sha and cleaner version are unchanged is taken from the previous build.
     """
     previous = store.previous(CLEANED_PATH)
-    kept = {} if previous is None else {r["note"]: r for r in previous.to_dict("records")}
-    changes = note_changes(
-        {n: f"{r.get('source_version')}|{r.get('cleaner_version')}" for n, r in kept.items()},
-        {n: f"{v}|{CLEANER_VERSION}" for n, v in zip(source_notes["note"], source_notes["source_version"])},
+    rows, changes = rebuild_by_note(
+        [] if previous is None else previous.to_dict("records"),
+        [n | {"cleaner_version": CLEANER_VERSION} for n in source_notes.to_dict("records")],
+        key=lambda r: f"{r.get('source_version')}|{r.get('cleaner_version')}",
+        build=_cleaned,
+        refresh=lambda row, note: row | {"commit": note["commit"], "path": note["path"]},
     )
-    reuse = set(changes.unchanged)
-    rows = []
-    for n in source_notes.itertuples(index=False):
-        if n.note in reuse:
-            rows.append(kept[n.note] | {"commit": n.commit, "path": n.path, "title": n.title})
-            continue
-        cleaned = clean_note(n.raw, n.title)
-        rows.append(
-            {
-                "note": n.note,
-                "path": n.path,
-                "commit": n.commit,
-                "source_version": n.source_version,
-                "title": n.title,
-                "cleaner_version": CLEANER_VERSION,
-                "text": cleaned.text,
-                "n_chars": len(cleaned.text),
-                "sections": [s.__dict__ for s in cleaned.sections],
-            }
-        )
     frame = pd.DataFrame(rows)
+    empty = sorted(frame.loc[frame["text"].str.strip() == "", "path"])
+    if empty:
+        context.log.warning(f"{len(empty)} note(s) hold no text after cleaning: {', '.join(empty)}")
     context.log.info(f"cleaned notes: {changes.counts()}")
-    return dg.Output(
+    return versioned(
         frame,
-        data_version=dg.DataVersion(content_version(frame, ["note", "source_version", "cleaner_version"])),
-        metadata={"notes": len(frame), "chars": int(frame["n_chars"].sum())} | changes.counts(),
+        ["note", "source_version", "cleaner_version"],
+        notes=len(frame),
+        chars=int(frame["n_chars"].sum()),
+        notes_empty=len(empty),
+        **changes.counts(),
     )
 
 
 @dg.asset(
     group_name="sources",
-    code_version="questions-v1",
+    code_version="questions-v2",
     kinds={"json", "parquet"},
     metadata={"storage_path": "notes/questions.parquet"},
     check_specs=[
         dg.AssetCheckSpec(
             "evidence_found_once",
             asset="questions",
-            description="Every evidence string occurs exactly once in its note's cleaned text.",
+            blocking=True,
+            description="Every evidence string occurs exactly once in its note's cleaned text "
+            "(with RAG_INVALID_QUESTIONS=skip, a warning listing the questions left out).",
         )
     ],
 )
 def questions(context: dg.AssetExecutionContext, cleaned_notes: pd.DataFrame, questions_file: QuestionsFile):
-    """The gold questions with each evidence located in the cleaned text of its note."""
+    """The gold questions with each evidence located in the cleaned text of its note.
+
+    Bad gold labels fail the run before anything is scored, naming every question; with
+    `invalid: skip` those questions are kept apart (column `invalid`) and counted as `n_invalid`."""
     items = questions_file.load()
     texts = dict(zip(cleaned_notes["note"], cleaned_notes["text"]))
     check_notes_exist(items, set(texts), questions_file.path)
-    frame = questions_frame(items, texts)
     problems = evidence_problems(items, texts)
-    yield dg.Output(
+    if problems and questions_file.invalid != "skip":
+        raise QuestionsError(invalid_gold_message(questions_file.path, problems))
+    frame = questions_frame(items, texts, problems)
+    frame["questions_sha256"] = hashlib.sha256(Path(questions_file.path).read_bytes()).hexdigest()
+    if problems:
+        context.log.warning(invalid_gold_message(questions_file.path, problems))
+    yield versioned(
         frame,
-        data_version=dg.DataVersion(content_version(frame, list(frame.columns))),
-        metadata={
-            "questions": len(frame),
-            "answerable": int(frame["answerable"].sum()),
-            "unanswerable": int((~frame["answerable"]).sum()),
-            "categories": dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
-            "file": questions_file.path,
-        },
+        questions=len(frame),
+        answerable=int(frame["answerable"].sum()),
+        unanswerable=int((~frame["answerable"]).sum()),
+        invalid=len(problems),
+        categories=dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
+        file=questions_file.path,
+        questions_sha256=frame["questions_sha256"].iloc[0],
     )
     yield dg.AssetCheckResult(
         passed=not problems,
-        severity=dg.AssetCheckSeverity.ERROR,
-        metadata={"problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none")},
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "left_out": dg.MetadataValue.md("\n".join(f"- {q}: {p}" for q, p in problems.items()) or "none")
+        },
     )

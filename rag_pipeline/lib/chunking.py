@@ -193,3 +193,16 @@ def coverage_problems(chunks: list[dict], texts: dict[str, str], overlapping: bo
         if text[reached:].strip():
             problems.append(f"note {note!r}: text [{reached}, {len(text)}) is in no chunk")
     return problems
+
+
+def chunk_cleaned_note(strategy: Strategy, note: dict) -> list[dict]:
+    """`chunk_note` for a row of the cleaned notes (its sections stored as dicts)."""
+    return chunk_note(
+        strategy,
+        note=note["note"],
+        source_version=note["source_version"],
+        commit=note["commit"],
+        cleaner_version=note["cleaner_version"],
+        text=note["text"],
+        sections=[Section(**s) for s in note["sections"]],
+    )

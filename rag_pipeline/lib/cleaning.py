@@ -1,4 +1,4 @@
-"""Markdown -> plain text with section spans (the seed 000 rule).
+"""Markdown -> plain text with section spans (the reference experiment's cleaning rule).
 
 The cleaned text keeps headings as their Markdown lines (`### Title`) so that
 section chunks carry their heading; every offset in the pipeline points into
@@ -10,16 +10,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-CLEANER_VERSION = "seed000-clean-v1"
+from rag_pipeline.lib.frontmatter import split_front_matter
 
-_FRONT_MATTER = re.compile(r"\A(?:---\n.*?\n---|\+\+\+\n.*?\n\+\+\+)[ \t]*(?:\n|\Z)", re.S)
+CLEANER_VERSION = "clean-v2"  # v2: front matter by a YAML/TOML parser, BOM and CR line ends
+
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.S | re.M)
 _SHORTCODE = re.compile(r"\{\{[<%].*?[%>]\}\}", re.S)
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _HTML_TAG = re.compile(r"<[^>\n]+>")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
-_TITLE = re.compile(r"""^title\s*[:=]\s*["']?(.*?)["']?\s*$""", re.M)
 
 
 @dataclass(frozen=True)
@@ -39,19 +39,9 @@ class CleanedNote:
     sections: list[Section]
 
 
-def front_matter_title(markdown: str) -> str | None:
-    """The `title` field of YAML or TOML front matter, if any."""
-    match = _FRONT_MATTER.match(markdown)
-    if not match:
-        return None
-    title = _TITLE.search(match.group(0))
-    return title.group(1) if title else None
-
-
 def clean_markdown(markdown: str) -> str:
     """Drop front matter, code blocks, shortcodes, images, HTML tags, blank lines and rules."""
-    text = markdown.replace("\r\n", "\n")
-    text = _FRONT_MATTER.sub("", text, count=1)
+    _, text = split_front_matter(markdown)
     text = _FENCE.sub("", text)
     text = _SHORTCODE.sub("", text)
     text = _IMAGE.sub("", text)

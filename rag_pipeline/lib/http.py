@@ -1,26 +1,74 @@
-"""A pooled JSON-over-HTTP client with retries, shared by the embedding and reranking backends.
+"""A pooled JSON-over-HTTP client with bounded retries, shared by the embedding and reranking backends.
 
-Timeouts, connection errors, 408, 429 and 5xx are retried with exponential backoff and full
-jitter; any other 4xx is an error at once, carrying the server's own message.
+Timeouts, connection errors, 408, 429 and 5xx are retried (tenacity) with exponential backoff and
+full jitter, or after the server's `Retry-After` on 429 and 503; any other 4xx fails at once with
+the server's own message. A server that never answers fails the call within about
+(retries + 1) x timeout, and while a request is outstanding a line is logged every `heartbeat_s`.
 """
 
 from __future__ import annotations
 
-import random
+import logging
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
+import tenacity
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+MAX_RETRY_AFTER_S = 120.0  # a server asking for longer is not waited for beyond this
+
+log = logging.getLogger("rag_pipeline.http")
 
 
 class ServerError(RuntimeError):
     """The server could not be reached or refused the request; `status` is its HTTP status, if any."""
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.status is None or self.status in RETRY_STATUS
+
+
+@contextmanager
+def heartbeat(what: str, every_s: float) -> Iterator[None]:
+    """Log `what` every `every_s` seconds until the block ends: a hung call is never silent."""
+    done = threading.Event()
+    started = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every_s):
+            log.info(f"{what}: still waiting, {time.monotonic() - started:.0f} s so far")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """`Retry-After` as seconds: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+    except (TypeError, ValueError):
+        return None
 
 
 class JsonClient:
@@ -29,44 +77,63 @@ class JsonClient:
         url: str,
         name: str,
         *,
-        timeout: float = 120.0,
+        timeout: float = 60.0,
         max_retries: int = 4,
         backoff: float = 0.5,
         headers: dict[str, str] | None = None,
         connections: int = 1,
+        heartbeat_s: float = 10.0,
     ):
         self.url = url.rstrip("/")
         self.name = name
+        self.timeout = timeout
         self.max_retries = max_retries
-        self.backoff = backoff
+        self.heartbeat_s = heartbeat_s
+        self._jitter = tenacity.wait_random_exponential(multiplier=backoff, max=30)
         self.client = httpx.Client(
             timeout=timeout,
             headers=headers or {},
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
         )
 
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ServerError) and exc.retry_after is not None:
+            return min(exc.retry_after, MAX_RETRY_AFTER_S)
+        return self._jitter(state)
+
+    def _post_once(self, url: str, body: dict[str, Any]) -> Any:
+        try:
+            with heartbeat(f"{self.name} {url}", self.heartbeat_s):
+                response = self.client.post(url, json=body)
+        except httpx.TimeoutException as exc:
+            raise ServerError(
+                f"{self.name} {url}: timed out after {self.timeout:g} s ({exc.__class__.__name__})"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ServerError(f"{self.name} {url}: cannot connect ({exc}); is the server running?") from exc
+        if response.status_code < 400:
+            return response.json()
+        status = response.status_code
+        wait = retry_after_seconds(response.headers.get("retry-after")) if status in (429, 503) else None
+        raise ServerError(f"{self.name} {url}: HTTP {status}: {server_message(response)}", status, wait)
+
     def post(self, path: str, body: dict[str, Any]) -> Any:
         url = f"{self.url}{path}"
-        for attempt in range(self.max_retries + 1):
-            try:
-                response = self.client.post(url, json=body)
-            except httpx.TimeoutException as exc:
-                problem, status = f"timed out ({exc.__class__.__name__})", None
-            except httpx.TransportError as exc:
-                problem, status = f"cannot connect ({exc}); is the server running?", None
-            else:
-                if response.status_code < 400:
-                    return response.json()
-                problem, status = (
-                    f"HTTP {response.status_code}: {server_message(response)}",
-                    response.status_code,
-                )
-                if status not in RETRY_STATUS:
-                    raise ServerError(f"{self.name} {url}: {problem}", status)
-            if attempt == self.max_retries:
-                raise ServerError(f"{self.name} {url}: {problem}, after {attempt + 1} attempts", status)
-            time.sleep(random.uniform(0, self.backoff * 2**attempt))
-        raise AssertionError("unreachable")
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception(lambda e: isinstance(e, ServerError) and e.retryable),
+            before_sleep=lambda s: log.warning(f"{s.outcome.exception()}; retry {s.attempt_number}"),
+            reraise=True,
+        )
+        try:
+            return retrying(self._post_once, url, body)
+        except ServerError as exc:
+            if not exc.retryable:
+                raise
+            attempts = retrying.statistics.get("attempt_number", 1)
+            raise ServerError(f"{exc}, after {attempts} attempts", exc.status) from exc
 
 
 def server_message(response: httpx.Response) -> str:

@@ -1,8 +1,13 @@
 """Embedding servers over HTTP: Ollama (`/api/embed`) and OpenAI-compatible (`/v1/embeddings`).
 
-One pooled client per embedder (lib/http.py: retries with backoff and jitter); batches go out
-with bounded concurrency. Every vector is checked (count, dimension, finite) before
+One pooled client per embedder (lib/http.py: bounded retries, timeouts, a heartbeat while waiting);
+batches go out with bounded concurrency. Every vector is checked (count, dimension, finite) before
 it is handed on; a batch holding a NaN vector is retried one text at a time, once.
+
+The model's identity (digest and dimension, the parts of `embedding_version` only the server
+knows) is learned once and can be handed back from a cache, so a run that finds every vector
+stored sends no request at all. Before the first texts are embedded it is checked again: a model
+replaced under the same name fails the run instead of mixing two models' vectors.
 """
 
 from __future__ import annotations
@@ -10,13 +15,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from rag_pipeline.lib.embedders import BatchDone, Embedder, EmbeddingError, Kind
+from rag_pipeline.lib.embedders import BatchDone, Embedder, EmbeddingError, Kind, bad_rows
 from rag_pipeline.lib.http import JsonClient, ServerError
+
+Identity = dict[str, Any]  # {"digest": str, "dim": int}
 
 TOO_LONG = ("context length", "too long", "exceeds", "maximum context")
 
@@ -35,20 +43,25 @@ class HttpEmbedder(Embedder):
         query_prefix: str | None = None,
         passage_prefix: str | None = None,
         concurrency: int = 1,
-        timeout: float = 120.0,
+        timeout: float = 60.0,
         max_retries: int = 4,
         backoff: float = 0.5,
         headers: dict[str, str] | None = None,
+        identity: Identity | None = None,
+        on_identity: Callable[[Identity], None] | None = None,
     ):
         self.url = url.rstrip("/")
         self.model = model
+        self._identity = identity
+        self._verified = False
+        self._on_identity = on_identity
         default_q, default_p = e5_prefixes(model)
         self.query_prefix = default_q if query_prefix is None else query_prefix
         self.passage_prefix = default_p if passage_prefix is None else passage_prefix
         self.concurrency = max(1, concurrency)
         self.http = JsonClient(
             url,
-            self.backend,
+            f"{self.backend} (model {model!r})",
             timeout=timeout,
             max_retries=max_retries,
             backoff=backoff,
@@ -56,6 +69,43 @@ class HttpEmbedder(Embedder):
             connections=self.concurrency,
         )
 
+    # -- identity ----------------------------------------------------------
+    def probe(self) -> Identity:
+        """Ask the server for the model's digest and dimension."""
+        raise NotImplementedError
+
+    def identity(self) -> Identity:
+        if self._identity is None:
+            self._identity = self.probe()
+            self._verified = True
+            if self._on_identity:
+                self._on_identity(self._identity)
+        return self._identity
+
+    @property
+    def dim(self) -> int:
+        return int(self.identity()["dim"])
+
+    @property
+    def model_digest(self) -> str:
+        return str(self.identity()["digest"])
+
+    def where(self) -> str:
+        return f"{self.backend} {self.url} model {self.model!r}"
+
+    def verify_identity(self) -> None:
+        """Before the first texts are embedded: is the served model still the one the cache names?"""
+        if self._verified:
+            return
+        known, self._identity = self.identity(), None
+        now = self.identity()
+        if now != known:
+            raise EmbeddingError(
+                f"{self.where()} changed since its vectors were stored ({known} -> {now}); "
+                "its vectors now get a new embedding_version: run again"
+            )
+
+    # -- requests ----------------------------------------------------------
     def post(self, path: str, body: dict[str, Any]) -> Any:
         try:
             return self.http.post(path, body)
@@ -63,11 +113,12 @@ class HttpEmbedder(Embedder):
             raise self.client_error(exc) from exc
 
     def client_error(self, exc: ServerError) -> EmbeddingError:
-        return EmbeddingError(str(exc))
+        return EmbeddingError(str(exc), status=exc.status)
 
     @staticmethod
     def is_too_long(exc: EmbeddingError) -> bool:
-        return any(marker in str(exc).lower() for marker in TOO_LONG) and "HTTP 4" in str(exc)
+        status = exc.status or 0
+        return 400 <= status < 500 and any(marker in str(exc).lower() for marker in TOO_LONG)
 
     # -- batching ----------------------------------------------------------
     def _embed_checked(self, texts: list[str], kind: Kind, offset: int) -> np.ndarray:
@@ -90,16 +141,19 @@ class HttpEmbedder(Embedder):
                 ]
             )
         if raw.ndim == 2 and raw.shape == (len(texts), self.dim):
-            for i in np.flatnonzero(~np.isfinite(raw).all(axis=1) | (np.abs(raw).sum(axis=1) == 0)):
+            for i in bad_rows(raw):
                 again = np.asarray(self._embed([texts[i]], kind), dtype=np.float32)
                 if again.shape == (1, self.dim):
                     raw[i] = again[0]
         return self.checked(raw, texts, offset)
 
     def embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        self.verify_identity()
         return self._embed_checked(texts, kind, 0)
 
     def embed_batches(self, texts: list[str], kind: Kind, batch_size: int, done: BatchDone) -> None:
+        if texts:
+            self.verify_identity()
         starts = range(0, len(texts), batch_size)
         if self.concurrency == 1:
             for start in starts:
@@ -126,9 +180,11 @@ class OllamaEmbedder(HttpEmbedder):
     def __init__(self, url: str, model: str, *, num_ctx: int = 8192, **options: Any):
         super().__init__(url, model, **options)
         self.num_ctx = num_ctx
-        show = self.post("/api/show", {"model": model})
+
+    def probe(self) -> Identity:
+        show = self.post("/api/show", {"model": self.model})
         info = show.get("model_info") or {}
-        self.model_digest = (
+        digest = (
             show.get("digest")
             or "sha256:"
             + hashlib.sha256(
@@ -136,7 +192,8 @@ class OllamaEmbedder(HttpEmbedder):
             ).hexdigest()[:12]
         )
         dims = [v for k, v in info.items() if k.endswith(".embedding_length")]
-        self.dim = int(dims[0]) if dims else len(self._embed(["dimension probe"], "passage")[0])
+        dim = int(dims[0]) if dims else len(self._embed(["dimension probe"], "passage")[0])
+        return {"digest": digest, "dim": dim}
 
     def client_error(self, exc: ServerError) -> EmbeddingError:
         if exc.status == 404 and "not found" in str(exc).lower():
@@ -184,12 +241,15 @@ class OpenAIEmbedder(HttpEmbedder):
         super().__init__(url, model, headers=headers, **options)
         self.dimensions = dimensions
         self.input_type = input_type
-        self.served_model = model
-        probe = self._embed(["dimension probe"], "passage")
-        self.dim = int(probe.shape[1])
-        self.model_digest = model_revision or self.served_model
+        self.model_revision = model_revision
 
-    def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+    def probe(self) -> Identity:
+        # the model the server says it serves names the build, unless the user gives a revision
+        answer = self._request(["probe"], "passage")
+        served = self.model_revision or str(answer.get("model") or self.model)
+        return {"digest": served, "dim": int(self._vectors(answer).shape[1])}
+
+    def _request(self, texts: list[str], kind: Kind) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "encoding_format": "float"}
         if self.input_type:
             body |= {"input": texts, "input_type": kind}
@@ -197,14 +257,18 @@ class OpenAIEmbedder(HttpEmbedder):
             body["input"] = [self.prefix(kind) + t for t in texts]
         if self.dimensions:
             body["dimensions"] = self.dimensions
-        answer = self.post("/v1/embeddings", body)
+        return self.post("/v1/embeddings", body)
+
+    def _vectors(self, answer: dict[str, Any]) -> np.ndarray:
         data = answer.get("data")
         if not isinstance(data, list):
-            raise EmbeddingError(f"openai {self.url}: answer has no `data` list")
-        self.served_model = str(answer.get("model") or self.model)
+            raise EmbeddingError(f"{self.where()}: answer has no `data` list")
         rows = sorted(data, key=lambda d: d.get("index", 0))
         return (
             np.array([d["embedding"] for d in rows], dtype=np.float32)
             if rows
             else np.zeros((0, 0), np.float32)
         )
+
+    def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        return self._vectors(self._request(texts, kind))

@@ -1,4 +1,4 @@
-"""Retrieval metrics at the note and evidence level (seeds 000 and 001).
+"""Retrieval metrics at the note and evidence level.
 
 A chunk *holds* an evidence when it belongs to the evidence's note and covers at
 least half of the evidence span. Everything is derived from first ranks (1-based,
@@ -67,6 +67,21 @@ def relevant_counts(spans: dict[str, list[EvidenceSpan | None]], units: pd.DataF
     return counts
 
 
+def relevant_column(
+    retrieval: pd.DataFrame, spans: dict[str, list[EvidenceSpan | None]], chunks: pd.DataFrame
+) -> list[int]:
+    """Per retrieval row, how many units of its kind hold an evidence of its question: chunks, or
+    for `+parent` configurations the parent sections (the ideal ranking nDCG compares with)."""
+    parents = chunks[["note", "parent_start", "parent_end"]].drop_duplicates().reset_index(drop=True)
+    relevant = {
+        False: relevant_counts(spans, chunks),
+        True: relevant_counts(spans, parents.rename(columns={"parent_start": "start", "parent_end": "end"})),
+    }
+    return [
+        relevant["+parent" in r].get(q, 0) for q, r in zip(retrieval["question_id"], retrieval["retriever"])
+    ]
+
+
 def question_outcomes(
     questions: list[Question],
     spans: dict[str, list[EvidenceSpan | None]],
@@ -133,6 +148,13 @@ def _answerable(outcomes: pd.DataFrame) -> pd.DataFrame:
     return outcomes[outcomes["answerable"].astype(bool)]
 
 
+def chars_matrix(outcomes: pd.DataFrame) -> np.ndarray:
+    """Characters passed at k = 1..DEPTH, one row per question (an empty set of questions gives no rows)."""
+    if outcomes.empty:
+        return np.zeros((0, DEPTH))
+    return np.array(outcomes["chars_at"].tolist(), dtype=float).reshape(len(outcomes), -1)
+
+
 def first_ranks_of(outcomes: pd.DataFrame) -> np.ndarray:
     """First evidence ranks as floats, inf where the evidence was not retrieved."""
     return outcomes["first_evidence_rank"].astype("Float64").to_numpy(dtype=float, na_value=np.inf)
@@ -144,7 +166,7 @@ def summarize(outcomes: pd.DataFrame, ks: Sequence[int] = range(1, MAX_K + 1)) -
     ev_ranks = [[None if pd.isna(x) else int(x) for x in r] for r in scored["evidence_ranks"]]
     note_ranks = [[None if pd.isna(r) else int(r)] for r in scored["note_rank"]]
     first = first_ranks_of(scored)
-    chars = np.array(scored["chars_at"].tolist(), dtype=float).reshape(len(scored), -1)
+    chars = chars_matrix(scored)
     relevant = list(zip(scored["relevant_ranks"], scored["n_relevant"]))
     rows = []
     for k in ks:
@@ -171,7 +193,7 @@ def summarize(outcomes: pd.DataFrame, ks: Sequence[int] = range(1, MAX_K + 1)) -
 def hits_within(outcomes: pd.DataFrame, budget: int) -> np.ndarray:
     """Per answerable question: is an evidence among the top units that fit in `budget` characters?"""
     scored = _answerable(outcomes)
-    chars = np.array(scored["chars_at"].tolist(), dtype=float).reshape(len(scored), -1)
+    chars = chars_matrix(scored)
     fit = (chars <= budget).sum(axis=1)
     return first_ranks_of(scored) <= fit
 
@@ -180,7 +202,7 @@ def context_recall(outcomes: pd.DataFrame, context_k: int, context_chars: int) -
     """Share of answerable questions whose evidence would reach the LLM: among the first
     `context_k` units, and within `context_chars` characters."""
     scored = _answerable(outcomes)
-    chars = np.array(scored["chars_at"].tolist(), dtype=float).reshape(len(scored), -1)
+    chars = chars_matrix(scored)
     fit = np.minimum((chars <= context_chars).sum(axis=1), context_k)
     return float((first_ranks_of(scored) <= fit).mean()) if len(scored) else float("nan")
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import git
 
-from rag_pipeline.lib.cleaning import front_matter_title
+from rag_pipeline.lib.frontmatter import FrontMatterError, split_front_matter
 
 
 class NotesSourceError(ValueError):
@@ -56,21 +59,39 @@ def note_id(path: str) -> str:
 
 
 def open_repository(location: str, cache_dir: Path) -> git.Repo:
-    """A local repository as it is, or a bare mirror of a URL kept under `cache_dir` and fetched."""
+    """A local repository as it is, or a bare mirror of a URL kept under `cache_dir` and fetched.
+
+    A mirror that cannot be opened or fetched (a clone killed half-way) is cloned again beside
+    it and swapped in, so a broken mirror never fails every later run."""
     if Path(location).expanduser().exists():
         try:
             return git.Repo(Path(location).expanduser())
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
             raise NotesSourceError(f"{location}: not a git repository") from exc
     mirror = cache_dir / hashlib.sha256(location.encode()).hexdigest()[:16]
-    try:
-        if mirror.exists():
+    if mirror.exists():
+        try:
             repo = git.Repo(mirror)
             repo.remote("origin").fetch("+refs/*:refs/*", prune=True)
             return repo
-        return git.Repo.clone_from(location, mirror, mirror=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, ValueError):
+            pass  # cloned again below; a remote that is down fails there with git's own message
+    return _clone_mirror(location, mirror)
+
+
+def _clone_mirror(location: str, mirror: Path) -> git.Repo:
+    mirror.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=mirror.parent, prefix=f".{mirror.name}."))
+    try:
+        git.Repo.clone_from(location, tmp, mirror=True)
+        if mirror.exists():
+            shutil.rmtree(mirror)
+        os.replace(tmp, mirror)
     except git.GitCommandError as exc:
         raise NotesSourceError(f"{location}: cannot clone or fetch: {exc.stderr.strip()}") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return git.Repo(mirror)
 
 
 def resolve_commit(repo: git.Repo, ref: str) -> git.Commit:
@@ -99,7 +120,11 @@ def read_notes(commit: git.Commit, glob: str, exclude: list[str]) -> list[Source
             raise NotesSourceError(
                 f"note id {slug!r} is used by two files: {notes[slug].path} and {item.path}"
             )
-        title = front_matter_title(raw) or slug
+        try:
+            fields, _ = split_front_matter(raw)
+        except FrontMatterError as exc:
+            raise NotesSourceError(f"{item.path} at commit {commit.hexsha[:12]}: {exc}") from None
+        title = str(fields.get("title") or slug)
         notes[slug] = SourceNote(slug, item.path, commit.hexsha, item.hexsha, title, raw)
     if not notes:
         raise NotesSourceError(f"no file matches {glob!r} at commit {commit.hexsha[:12]}")

@@ -1,4 +1,4 @@
-"""Gold questions in the seed 000 format, with an optional second evidence.
+"""Gold questions in the reference experiment's JSON format, with an optional second evidence.
 
     {"id": 21, "q": "...", "slug": "columnar-storage", "section": "...", "evidence": "...",
      "category": "number", "answer_pattern": "15\\.6", "evidence2": "...", "section2": "..."}
@@ -116,16 +116,28 @@ def check_notes_exist(questions: list[Question], notes: set[str], source: str) -
                 raise QuestionsError(f"{source}: question {q.id}: unknown note slug {ev.note!r}")
 
 
-def evidence_problems(questions: list[Question], texts: dict[str, str]) -> list[str]:
-    """One line per evidence that is absent from its note's cleaned text or found more than once."""
-    problems = []
+def evidence_problems(questions: list[Question], texts: dict[str, str]) -> dict[str, str]:
+    """Per question id, why its gold labels are unusable: an evidence absent from its note's
+    cleaned text or found more than once there (the evidence would be located wrongly)."""
+    problems: dict[str, list[str]] = {}
     for q in questions:
         for ev in q.evidence:
             count = texts.get(ev.note, "").count(ev.text)
             if count != 1:
                 where = "absent from" if count == 0 else f"found {count} times in"
-                problems.append(f"question {q.id}: evidence {ev.text[:40]!r} {where} note {ev.note!r}")
-    return problems
+                problems.setdefault(str(q.id), []).append(
+                    f"evidence {ev.text[:30]!r} {where} note {ev.note!r}"
+                )
+    return {qid: "; ".join(p) for qid, p in problems.items()}
+
+
+def invalid_gold_message(source: str, problems: dict[str, str]) -> str:
+    listed = ", ".join(f"question {qid} ({p})" for qid, p in problems.items())
+    return (
+        f"{source}: {len(problems)} question(s) with bad gold labels: {listed}. Fix the evidence strings "
+        "(each must occur exactly once in its note's cleaned text), or set RAG_INVALID_QUESTIONS=skip "
+        "to leave these questions out of every report"
+    )
 
 
 def evidence_span(ev: Evidence, texts: dict[str, str]) -> tuple[int, int] | None:
@@ -134,8 +146,12 @@ def evidence_span(ev: Evidence, texts: dict[str, str]) -> tuple[int, int] | None
     return None if at < 0 else (at, at + len(ev.text))
 
 
-def questions_frame(questions: list[Question], texts: dict[str, str]) -> pd.DataFrame:
-    """One row per question; each evidence carries its located span (null when absent)."""
+def questions_frame(
+    questions: list[Question], texts: dict[str, str], invalid: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """One row per question; each evidence carries its located span (null when absent); `invalid`
+    holds why a question is left out of scoring (null for a usable one)."""
+    invalid = invalid or {}
     rows = []
     for q in questions:
         evidence = []
@@ -158,9 +174,17 @@ def questions_frame(questions: list[Question], texts: dict[str, str]) -> pd.Data
                 "answerable": q.answerable,
                 "answer_pattern": q.answer_pattern,
                 "evidence": evidence,
+                "invalid": invalid.get(str(q.id)),
             }
         )
     return pd.DataFrame(rows)
+
+
+def usable(frame: pd.DataFrame) -> pd.DataFrame:
+    """The questions that are scored: those whose gold labels are valid."""
+    if "invalid" not in frame:
+        return frame
+    return frame[frame["invalid"].isna()].reset_index(drop=True)
 
 
 def questions_from_frame(

@@ -186,9 +186,44 @@ def comparison(outcomes: pd.DataFrame, run_keys: list[str], baseline: tuple[str,
     return pd.DataFrame(rows)
 
 
-def build_report(
-    outcomes: pd.DataFrame, run_keys: list[str], settings: RetrievalSettings, baseline: tuple[str, str]
+def provenance_md(provenance: dict[str, str], invalid: dict[str, str]) -> str:
+    """The lines every report starts with: what it was computed from, and the questions left out."""
+    lines = [f"- {key}: `{value}`" for key, value in provenance.items()]
+    if invalid:
+        lines.append(f"- n_invalid: {len(invalid)} question(s) left out for bad gold labels:")
+        lines += [f"  - question {qid}: {why}" for qid, why in invalid.items()]
+    return "Computed from:\n\n" + "\n".join(lines)
+
+
+def nothing_to_score(
+    outcomes: pd.DataFrame, run_keys: list[str], provenance: dict[str, str], invalid: dict[str, str]
 ) -> Report:
+    """The report of a question set with no answerable question: counts, and no metric."""
+    counts = (
+        outcomes.groupby(run_keys, sort=False)
+        .agg(n_chunks=("n_chunks", "first"), n_unanswerable=("answerable", "size"))
+        .reset_index()
+        .assign(n_questions=0, n_invalid=len(invalid), commit=provenance.get("commit", ""))
+    )
+    text = (
+        f"No answerable question: nothing to score ({len(outcomes['question_id'].unique())} unanswerable "
+        "question(s) kept apart)."
+    )
+    markdown = f"# Retrieval evaluation\n\n{provenance_md(provenance, invalid)}\n\n{text}\n"
+    ranks = outcomes[[*run_keys, "question_id", "category", "answerable", "note_rank", "first_evidence_rank"]]
+    return Report({"evaluation_summary": counts, "question_ranks": ranks}, {}, text, "", "", "", "", markdown)
+
+
+def build_report(
+    outcomes: pd.DataFrame,
+    run_keys: list[str],
+    settings: RetrievalSettings,
+    baseline: tuple[str, str],
+    provenance: dict[str, str],
+    invalid: dict[str, str],
+) -> Report:
+    if not outcomes["answerable"].astype(bool).any():
+        return nothing_to_score(outcomes, run_keys, provenance, invalid)
     candidate_k = settings.candidate_k
     summaries, budgets, categories = [], [], []
     for keys, run in outcomes.groupby(run_keys, sort=False):
@@ -204,7 +239,9 @@ def build_report(
         )
         budgets.append(budget_recall(run).assign(**tag))
         categories.append(category_recall(run).assign(**tag))
-    summary = pd.concat(summaries, ignore_index=True)
+    summary = pd.concat(summaries, ignore_index=True).assign(
+        n_invalid=len(invalid), commit=provenance.get("commit", "")
+    )
     summary = summary[run_keys + [c for c in summary.columns if c not in run_keys]]
     budget = pd.concat(budgets, ignore_index=True)
     category = pd.concat(categories, ignore_index=True)
@@ -266,6 +303,7 @@ def build_report(
     )
     markdown = (
         "# Retrieval evaluation\n\n"
+        f"{provenance_md(provenance, invalid)}\n\n"
         f"{matrix_md}\n\n"
         "Columns: evidence recall at k, MRR@10 and nDCG@10 (binary gains), median characters passed at k=5, "
         f"candidate recall (evidence in the top {candidate_k} of the run's inputs), context recall (evidence "

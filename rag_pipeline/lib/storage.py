@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -49,3 +50,36 @@ def vector_matrix(column: pa.ChunkedArray | pa.Array, dim: int) -> np.ndarray:
         column = column.combine_chunks() if column.num_chunks else pa.array([], pa.list_(pa.float32(), dim))
     values = column.flatten().to_numpy(zero_copy_only=False)
     return np.asarray(values, dtype=np.float32).reshape(-1, dim)
+
+
+def table_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+def publish_directory(path: Path, files: dict[str, bytes]) -> None:
+    """Make `files` the content of directory `path` all at once, or not at all.
+
+    They are written to a fresh sibling directory and `path`, a symbolic link, is switched to it in
+    one rename: a reader sees the previous set or the new one, never a mix. The previous set is
+    removed afterwards."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}-"))
+    try:
+        for name, data in files.items():
+            (target / name).write_bytes(data)
+        os.chmod(target, 0o755)  # mkdtemp's 0700 would hide the reports from other readers
+        link = path.parent / f".{path.name}.link-{os.getpid()}"
+        link.unlink(missing_ok=True)
+        os.symlink(target.name, link)
+        old = path.resolve() if path.is_symlink() else None
+        if path.is_dir() and not path.is_symlink():  # a directory from before reports were published as a set
+            shutil.rmtree(path)
+        os.replace(link, path)
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
+    if old is not None and old != target.resolve():
+        shutil.rmtree(old, ignore_errors=True)

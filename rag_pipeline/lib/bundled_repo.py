@@ -70,7 +70,7 @@ def ensure_repository(corpus: Path, dest: Path) -> Path:
     return dest
 
 
-if __name__ == "__main__":  # python -m rag_pipeline.lib.corpus CORPUS_DIR REPO_DIR
+if __name__ == "__main__":  # python -m rag_pipeline.lib.bundled_repo CORPUS_DIR REPO_DIR
     import sys
 
     print(ensure_repository(Path(sys.argv[1]), Path(sys.argv[2])))

