@@ -7,7 +7,8 @@ import dagster as dg
 
 from rag_pipeline.defs import automation, chunks, embeddings, evaluation, retrieval, sources
 from rag_pipeline.defs.resources import resources_from_env
-from rag_pipeline.lib.chunking import STRATEGIES, Strategy
+from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.strategies import load_strategies
 
 LANE = (
     chunks.chunks_asset,
@@ -31,7 +32,7 @@ def build_assets(strategies: Iterable[Strategy]) -> list:
     ]
 
 
-assets = build_assets(STRATEGIES.values())
+assets = build_assets(load_strategies(os.environ.get("RAG_STRATEGIES"), os.environ.get("RAG_STRATEGY_FILE")))
 
 index_and_evaluate = dg.define_asset_job(
     "index_and_evaluate",
