@@ -7,7 +7,8 @@ import dagster as dg
 
 from rag_pipeline.defs import automation, chunks, embeddings, evaluation, retrieval, sources
 from rag_pipeline.defs.resources import build_resources
-from rag_pipeline.lib.chunking import STRATEGIES, Strategy
+from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.strategies import load_strategies
 from rag_pipeline.settings import Settings
 
 LANE = (
@@ -33,7 +34,7 @@ def build_assets(strategies: Iterable[Strategy]) -> list:
 
 
 settings = Settings.from_env(os.environ)  # a bad RAG_* value fails here, when the code location loads
-assets = build_assets(STRATEGIES.values())
+assets = build_assets(load_strategies(settings.strategies or None, settings.strategy_file or None))
 
 index_and_evaluate = dg.define_asset_job(
     "index_and_evaluate",

