@@ -5,6 +5,7 @@ import math
 import pandas as pd
 import pytest
 
+from rag_pipeline.lib.answer_cache import answer_all
 from rag_pipeline.lib.answer_units import ORACLE, Unit, context_units, oracle_units
 from rag_pipeline.lib.answers import ABSTAIN, Reply, answer_summary, make_prompt, parse_reply, score_answers
 from rag_pipeline.lib.cleaning import clean_note, front_matter_title
@@ -201,6 +202,14 @@ def test_extractive_backend_answers_with_the_best_sentence_and_cites_its_unit():
     assert ExtractiveLLM(HashingEmbedder(), min_score=0.99).answer(prompt).text == ABSTAIN
     assert llm.answer(make_prompt("1", "Parquet?", [])).text == ABSTAIN  # the `none` baseline
     assert "hashing" in llm.llm_version and "min_score=0.47" in llm.llm_version
+
+
+def test_extractive_answers_are_cached_like_any_other(tmp_path):
+    llm = ExtractiveLLM(HashingEmbedder())
+    asked = [make_prompt("1", "Parquet は何 MB でしたか?", UNITS), make_prompt("2", "SYN?", UNITS)]
+    first, n = answer_all(llm, asked, tmp_path)
+    again, m = answer_all(llm, asked, tmp_path)
+    assert (n, m) == (2, 0) and again == first and first[0].latency_s > 0
 
 
 def test_extractive_needs_a_min_score_for_an_embedder_it_was_not_measured_with():
