@@ -5,7 +5,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
-from rag_pipeline.defs import automation, chunks, embeddings, evaluation, retrieval, sources
+from rag_pipeline.defs import answers, automation, chunks, embeddings, evaluation, retrieval, sources
 from rag_pipeline.defs.resources import build_resources
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.strategies import load_strategies
@@ -30,6 +30,7 @@ def build_assets(strategies: Iterable[Strategy]) -> list:
         sources.questions,
         *lanes,
         evaluation.summary_asset(strategies),
+        answers.answers_asset(strategies, evaluation.baseline_for(strategies)),
     ]
 
 

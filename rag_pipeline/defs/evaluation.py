@@ -104,10 +104,14 @@ def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
     return _evaluation
 
 
-def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
-    # RAG_STRATEGIES may leave the baseline's strategy out: then the first strategy's dense run stands in
+def baseline_for(strategies: list[Strategy]) -> tuple[str, str]:
+    """`fixed-1000` dense; when RAG_STRATEGIES leaves it out, the first strategy's dense run."""
     names = [s.name for s in strategies]
-    baseline = BASELINE if BASELINE[0] in names else (names[0], BASELINE[1])
+    return BASELINE if BASELINE[0] in names else (names[0], BASELINE[1])
+
+
+def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
+    baseline = baseline_for(strategies)
 
     @dg.asset(
         name="evaluation_summary",
@@ -145,7 +149,7 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         }
         files |= {f"{name}.png": png for name, png in report.plots.items()}
         files["report.md"] = report.markdown.encode()
-        publish_directory(reports, files)
+        publish_directory(reports, files, keep=("answer_summary.parquet",))
         context.log.info(f"evaluation summary:\n{report.matrix_md}")
         summary = report.tables["evaluation_summary"]
         return dg.MaterializeResult(

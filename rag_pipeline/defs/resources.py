@@ -193,7 +193,8 @@ class RetrievalResource(dg.ConfigurableResource):
 
 def build_resources(settings: Settings) -> dict[str, object]:
     """The resources the settings describe (run config may still override them per run)."""
-    from rag_pipeline.defs.io import ParquetIOManager  # the IO manager needs the store defined above
+    from rag_pipeline.defs.answers import AnswerResource  # both need the resources defined above
+    from rag_pipeline.defs.io import ParquetIOManager
 
     store = DataStore(data_dir=settings.data_dir)
     return {
@@ -219,6 +220,9 @@ def build_resources(settings: Settings) -> dict[str, object]:
             rerank_url=settings.rerank_url,
             rerank_model=settings.rerank_model,
             rerank_protocol=settings.rerank_protocol,
+        ),
+        "answerer": AnswerResource(
+            backend=settings.llm, url=settings.llm_url, model=settings.llm_model, runs=settings.answer_runs
         ),
     }
 

@@ -58,18 +58,21 @@ def table_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def publish_directory(path: Path, files: dict[str, bytes]) -> None:
+def publish_directory(path: Path, files: dict[str, bytes], keep: tuple[str, ...] = ()) -> None:
     """Make `files` the content of directory `path` all at once, or not at all.
 
     They are written to a fresh sibling directory and `path`, a symbolic link, is switched to it in
     one rename: a reader sees the previous set or the new one, never a mix. The previous set is
-    removed afterwards."""
+    removed afterwards; the files named in `keep` (written by another publisher) are carried over."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     target = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}-"))
     try:
         for name, data in files.items():
             (target / name).write_bytes(data)
+        for name in keep:
+            if (path / name).exists() and name not in files:
+                shutil.copy2(path / name, target / name)
         os.chmod(target, 0o755)  # mkdtemp's 0700 would hide the reports from other readers
         link = path.parent / f".{path.name}.link-{os.getpid()}"
         link.unlink(missing_ok=True)
