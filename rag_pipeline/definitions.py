@@ -1,6 +1,7 @@
 """The one Definitions object of the project: `dagster dev` and the CLI load `defs` from here."""
 
 import os
+import warnings
 from collections.abc import Iterable
 
 import dagster as dg
@@ -34,12 +35,17 @@ def build_assets(strategies: Iterable[Strategy]) -> list:
     ]
 
 
+# Output(data_version=...) and observable source assets are marked beta; the incremental lineage is
+# built on them knowingly, so their warnings would only be noise in every run's log.
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
+warnings.filterwarnings("ignore", category=dg.PreviewWarning)
+
 settings = Settings.from_env(os.environ)  # a bad RAG_* value fails here, when the code location loads
 assets = build_assets(load_strategies(settings.strategies or None, settings.strategy_file or None))
 
 index_and_evaluate = dg.define_asset_job(
     "index_and_evaluate",
-    selection=dg.AssetSelection.all(),
+    selection=dg.AssetSelection.all(include_sources=True),  # observes notes_head first
     description="The whole pipeline; unchanged notes, chunks and vectors are reused inside each asset.",
 )
 

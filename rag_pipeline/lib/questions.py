@@ -200,7 +200,7 @@ def questions_from_frame(
                 q=row.q,
                 category=row.category,
                 evidence=tuple(Evidence(e["note"], e["section"], e["text"]) for e in evidence),
-                answer_pattern=row.answer_pattern,
+                answer_pattern=row.answer_pattern if isinstance(row.answer_pattern, str) else None,
             )
         )
         spans[row.question_id] = [
