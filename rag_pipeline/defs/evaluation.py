@@ -10,9 +10,10 @@ from rag_pipeline.defs.io import data_version, versioned
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.cleaning import CLEANER_VERSION
+from rag_pipeline.lib.incremental import content_version
 from rag_pipeline.lib.metrics import REPORT_KS, question_outcomes, summarize
 from rag_pipeline.lib.questions import questions_from_frame, usable
-from rag_pipeline.lib.report import build_report
+from rag_pipeline.lib.report import build_report, headline_md
 from rag_pipeline.lib.storage import publish_directory, table_bytes
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
@@ -41,6 +42,45 @@ def strategy_outcomes(questions: pd.DataFrame, retrieval: pd.DataFrame, strategy
     if not frames:
         raise ValueError(f"retrieval_{strategy.replace('-', '_')} holds no row: no question to evaluate")
     return pd.concat(frames, ignore_index=True)
+
+
+def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str) -> dict[str, str]:
+    """{strategy: another with exactly the same chunk spans}: reported once, not twice; `keep` (the
+    baseline's strategy) is the one kept."""
+    seen: dict[str, str] = {}
+    duplicates = {}
+    for s in sorted(strategies, key=lambda s: s.name != keep):
+        path = store.path("chunks", f"{s.name}.parquet")
+        spans = pd.read_parquet(path, columns=["note", "start", "end"]) if path.exists() else None
+        key = (
+            ""
+            if spans is None
+            else content_version(spans.sort_values(["note", "start", "end"]), ["note", "start", "end"])
+        )
+        if key and key in seen:
+            duplicates[s.name] = seen[key]
+        seen.setdefault(key, s.name)
+    return duplicates
+
+
+def headline_numbers(matrix: pd.DataFrame, baseline: tuple[str, str]) -> dict[str, object]:
+    """Numbers the asset page plots across materializations: a regression shows at a glance."""
+    if matrix.empty:
+        return {}
+    rows = {"best": matrix.iloc[0]}
+    base = matrix[(matrix["strategy"] == baseline[0]) & (matrix["retriever"] == baseline[1])]
+    if not base.empty:
+        rows["baseline"] = base.iloc[0]
+    out: dict[str, object] = {"best_configuration": str(matrix.iloc[0]["configuration"])}
+    for who, row in rows.items():
+        for column, name in (
+            ("evid@1", "recall@1"),
+            ("evid@5", "recall@5"),
+            ("r@4k", "recall@4000chars"),
+            ("mrr@10", "mrr@10"),
+        ):
+            out[f"{who} {name}"] = float(row[column])
+    return out
 
 
 def report_provenance(
@@ -132,7 +172,11 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         questions: pd.DataFrame,
         **evaluations: pd.DataFrame,
     ):
-        outcomes = pd.concat([evaluations[f"evaluation_{s.key}"] for s in strategies], ignore_index=True)
+        duplicates = identical_strategies(store, strategies, baseline[0])
+        outcomes = pd.concat(
+            [evaluations[f"evaluation_{s.key}"] for s in strategies if s.name not in duplicates],
+            ignore_index=True,
+        )
         provenance = report_provenance(
             outcomes, questions, notes_repo.location(), questions_file.path, strategies
         )
@@ -155,9 +199,15 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         return dg.MaterializeResult(
             data_version=data_version(summary),
             metadata={
+                "summary": dg.MetadataValue.md(
+                    headline_md(report.matrix, baseline, duplicates)
+                    if len(report.matrix)
+                    else report.matrix_md
+                ),
+                **headline_numbers(report.matrix, baseline),
                 "configurations": dg.MetadataValue.md(report.matrix_md),
                 "plots": dg.MetadataValue.md(report.plots_md),
-                "seed_table": dg.MetadataValue.md(report.seed_md),
+                "reference_table": dg.MetadataValue.md(report.reference_md),
                 "per_category": dg.MetadataValue.md(report.category_md),
                 "first_evidence_ranks": dg.MetadataValue.md(report.ranks_md),
                 "report": dg.MetadataValue.path(str(reports / "report.md")),

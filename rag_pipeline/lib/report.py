@@ -24,14 +24,49 @@ from rag_pipeline.lib.metrics import (
     paired_randomization,
     summarize,
 )
+from rag_pipeline.lib.plots import configuration_name, heatmap, pareto_plot, pareto_points, recall_grid
 from rag_pipeline.lib.retrievers import RetrievalSettings, parse_retriever
 
+run_label = configuration_name
 
-def run_label(strategy: str, retriever: str) -> str:
-    return strategy if retriever == "dense" else f"{strategy}/{retriever}"
+COLUMN_KEY = {
+    "configuration": "strategy/retriever; a strategy alone means dense retrieval",
+    "chunks": "chunks in the strategy's index",
+    "evid@k": "share of answerable questions with a unit holding an evidence in the top k",
+    "mrr@10": "mean of 1/rank of the first evidence (0 past rank 10)",
+    "ndcg@10": "binary-gain nDCG at 10",
+    "chars@5": "median characters of the top 5 units",
+    "candidates": "evidence in the top candidate_k of the run's inputs (a fusion's ceiling)",
+    "context": "evidence among what would reach the LLM: context_k units within context_chars",
+    "r@Nk": "evidence recall within a budget of N,000 characters",
+    "Δevid@5": "evid@5 minus the baseline's, on the same questions",
+    "p": "paired randomisation p-value of that difference (10,000 sign flips)",
+}
 
 
-def seed_table(summary: pd.DataFrame) -> pd.DataFrame:
+def headline_md(matrix: pd.DataFrame, baseline: tuple[str, str], duplicates: dict[str, str]) -> str:
+    """What the page shows first: the best configurations, the baseline, and a key to every column."""
+    best = matrix.iloc[0]
+    base = matrix[matrix["configuration"] == run_label(*baseline)]
+    top = matrix.drop(columns=["strategy", "retriever"]).head(5)
+    lines = [
+        f"**Best: `{best['configuration']}`**: evidence recall {best['r@4k']:.2f} within 4,000 characters, "
+        f"{best['evid@5']:.2f} at k=5, MRR@10 {best['mrr@10']:.2f}."
+    ]
+    if not base.empty:
+        b = base.iloc[0]
+        lines.append(
+            f"Baseline `{b['configuration']}`: {b['r@4k']:.2f} within 4,000 characters, {b['evid@5']:.2f} at k=5."
+        )
+    lines += [
+        f"`{dup}` has exactly the chunks of `{kept}`: reported once, as `{kept}`."
+        for dup, kept in duplicates.items()
+    ]
+    key = "\n".join(f"- `{name}`: {meaning}" for name, meaning in COLUMN_KEY.items())
+    return "\n\n".join([*lines, "Top configurations:", to_markdown(top), f"Key:\n\n{key}"])
+
+
+def reference_table(summary: pd.DataFrame) -> pd.DataFrame:
     """strategy, chunks, note@1/3/5/10, evid@1/3/5/10, chars@5 - one row per run."""
     rows = []
     for (strategy, retriever), run in summary.groupby(["strategy", "retriever"], sort=False):
@@ -94,36 +129,6 @@ def recall_plots(summary: pd.DataFrame) -> tuple[bytes, bytes]:
     return _png(by_k), _png(by_chars)
 
 
-def budget_plot(budgets: pd.DataFrame) -> bytes:
-    """Evidence recall against the characters the LLM may read, one line per configuration:
-    the colour names the strategy, the line and marker the retriever."""
-    fig, ax = plt.subplots(figsize=(8, 5))
-    strategies = list(dict.fromkeys(budgets["strategy"]))
-    retrievers = list(dict.fromkeys(budgets["retriever"]))
-    colours = plt.get_cmap("tab10")
-    styles = ["-", "--", ":", "-."]
-    markers = ["o", "s", "^", "v", "D", "x", "+", "*", "P"]
-    for (strategy, retriever), run in budgets.groupby(["strategy", "retriever"], sort=False):
-        r = retrievers.index(retriever)
-        ax.plot(
-            run["budget_chars"],
-            run["evidence_recall"],
-            linestyle=styles[r % len(styles)],
-            marker=markers[r % len(markers)],
-            markersize=4,
-            linewidth=1,
-            color=colours(strategies.index(strategy) % 10),
-            label=run_label(strategy, retriever),
-        )
-    ax.set(
-        xlabel="characters passed to the LLM (budget, log scale)", ylabel="evidence recall", ylim=(0, 1.02)
-    )
-    ax.set_xscale("log")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    return _png(fig)
-
-
 def inline_png(png: bytes, alt: str) -> str:
     return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode()})"
 
@@ -132,8 +137,9 @@ def inline_png(png: bytes, alt: str) -> str:
 class Report:
     tables: dict[str, pd.DataFrame]
     plots: dict[str, bytes]
+    matrix: pd.DataFrame
     matrix_md: str
-    seed_md: str
+    reference_md: str
     category_md: str
     ranks_md: str
     plots_md: str
@@ -211,7 +217,17 @@ def nothing_to_score(
     )
     markdown = f"# Retrieval evaluation\n\n{provenance_md(provenance, invalid)}\n\n{text}\n"
     ranks = outcomes[[*run_keys, "question_id", "category", "answerable", "note_rank", "first_evidence_rank"]]
-    return Report({"evaluation_summary": counts, "question_ranks": ranks}, {}, text, "", "", "", "", markdown)
+    return Report(
+        {"evaluation_summary": counts, "question_ranks": ranks},
+        {},
+        pd.DataFrame(),
+        text,
+        "",
+        "",
+        "",
+        "",
+        markdown,
+    )
 
 
 def build_report(
@@ -251,7 +267,10 @@ def build_report(
     matrix = matrix_table(summary, budget, compared)
     dense = summary[summary["retriever"] == "dense"]
     by_k, by_chars = recall_plots(dense)
-    budget_png = budget_plot(budget)
+    pareto_png = pareto_plot(pareto_points(summary, budget))
+    heatmap_png = heatmap(
+        recall_grid(budget), "Evidence recall within 4,000 characters, by chunking strategy and retriever"
+    )
     best = matrix.iloc[0]
     cat = category[category["k"] == 5].assign(
         run=lambda f: [run_label(s, r) for s, r in zip(f["strategy"], f["retriever"])]
@@ -276,7 +295,7 @@ def build_report(
         f"(context): the first {settings.context_k} units within {settings.context_chars:,} characters"
     )
     matrix_md = f"{header}\n\n{to_markdown(matrix)}"
-    seed_md = to_markdown(seed_table(summary))
+    reference_md = to_markdown(reference_table(summary))
     category_md = (
         "Evidence recall@5 by question category (questions per category in brackets).\n\n"
         + to_markdown(cat_wide)
@@ -295,7 +314,9 @@ def build_report(
         )
         misses.append(f"- {label} `{run_label(strategy, retriever)}`: {listed or 'none'}")
     plots_md = (
-        inline_png(budget_png, "evidence recall against the characters budget")
+        inline_png(pareto_png, "recall within 4,000 characters against characters passed")
+        + "\n\n"
+        + inline_png(heatmap_png, "recall within 4,000 characters by strategy and retriever")
         + "\n\n"
         + inline_png(by_k, "evidence recall against k (dense)")
         + "\n\n"
@@ -310,12 +331,12 @@ def build_report(
         "among what would reach the LLM), recall within a budget of "
         "1k/2k/4k/8k characters, and the paired difference of evid@5 with the baseline "
         f"`{run_label(*baseline)}` (p: paired randomisation test, 10,000 sign flips).\n\n"
-        "![evidence recall against the characters budget](budget_recall.png)\n\n"
+        "![which configuration](which_configuration.png)\n![recall by strategy and retriever](recall_heatmap.png)\n\n"
         f"## By question category\n\n{category_md}\n\n"
         "## Questions missed in the top 5 (rank of the first evidence, - = not in the top 50)\n\n"
         + "\n".join(misses)
-        + "\n\n## The seed 000 table\n\n"
-        f"{seed_md}\n\n"
+        + "\n\n## The reference experiment's table (dense retrieval)\n\n"
+        f"{reference_md}\n\n"
         "![evidence recall against k](recall_at_k.png)\n![evidence recall against characters passed]"
         "(recall_vs_chars.png)\n\n## Rank of the first chunk holding the evidence (- = not in top 20)\n\n"
         f"{ranks_md}\n"
@@ -328,9 +349,15 @@ def build_report(
             "category_recall": category,
             "comparison": compared,
         },
-        plots={"recall_at_k": by_k, "recall_vs_chars": by_chars, "budget_recall": budget_png},
+        plots={
+            "which_configuration": pareto_png,
+            "recall_heatmap": heatmap_png,
+            "recall_at_k": by_k,
+            "recall_vs_chars": by_chars,
+        },
+        matrix=matrix,
         matrix_md=matrix_md,
-        seed_md=seed_md,
+        reference_md=reference_md,
         category_md=category_md,
         ranks_md=ranks_md,
         plots_md=plots_md,
@@ -346,7 +373,11 @@ def matrix_table(summary: pd.DataFrame, budget: pd.DataFrame, compared: pd.DataF
         b = budget[(budget["strategy"] == strategy) & (budget["retriever"] == retriever)].set_index(
             "budget_chars"
         )
-        c = compared[(compared["strategy"] == strategy) & (compared["retriever"] == retriever)]
+        c = (
+            compared[(compared["strategy"] == strategy) & (compared["retriever"] == retriever)]
+            if len(compared)
+            else compared
+        )
         row = {
             "configuration": run_label(strategy, retriever),
             "strategy": strategy,
