@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from rag_pipeline.lib.report import matrix_table, reference_table, to_markdown
+from rag_pipeline.lib.report import to_markdown
+from rag_pipeline.lib.report_tables import matrix_table, reference_table
 from rag_pipeline.settings import DEFAULT_DATA_DIR
 
 
