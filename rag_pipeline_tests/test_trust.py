@@ -16,7 +16,7 @@ from rag_pipeline.lib.http_embedders import OllamaEmbedder
 from rag_pipeline.lib.notes import NotesSourceError, open_repository, read_notes
 from rag_pipeline.settings import Settings, SettingsError
 from rag_pipeline_tests.conftest import QUESTIONS, commit_files, materialization_metadata, run_all
-from rag_pipeline_tests.fake_ollama import FakeOllama
+from rag_pipeline_tests.fake_ollama import FakeOllama, ollama_env
 
 BAD_GOLD = [
     *QUESTIONS[:2],
@@ -207,16 +207,7 @@ def test_retry_after_is_honoured():
 
 def test_a_no_op_run_sends_no_request_at_all(notes_repo, questions_path, tmp_path):
     with FakeOllama() as server:
-        server.max_chars = 5000
-        env = {
-            "RAG_NOTES_REPO": notes_repo.working_tree_dir,
-            "RAG_QUESTIONS": str(questions_path),
-            "RAG_DATA_DIR": str(tmp_path / "out"),
-            "RAG_EMBEDDER": "ollama",
-            "RAG_EMBED_URL": server.url,
-            "RAG_EMBED_MODEL": "bge-m3",
-            "RAG_RETRIEVERS": "dense",
-        }
+        env = ollama_env(server, notes_repo, questions_path, tmp_path) | {"RAG_RETRIEVERS": "dense"}
         assert run_all(env).success and server.calls > 0
         from rag_pipeline.defs import resources
 

@@ -47,3 +47,8 @@ def split_front_matter(raw: str) -> tuple[dict[str, Any], str]:
     if not isinstance(fields, dict):
         raise FrontMatterError(f"front matter must be a mapping of fields, got {type(fields).__name__}")
     return fields, body
+
+
+def note_title(raw: str, fallback: str) -> str:
+    """The front matter's `title`, else `fallback` (the note's slug)."""
+    return str(split_front_matter(raw)[0].get("title") or fallback)

@@ -43,13 +43,11 @@ class HttpEmbedder(Embedder):
         query_prefix: str | None = None,
         passage_prefix: str | None = None,
         concurrency: int = 1,
-        timeout: float = 60.0,
-        max_retries: int = 4,
-        backoff: float = 0.5,
-        headers: dict[str, str] | None = None,
         identity: Identity | None = None,
         on_identity: Callable[[Identity], None] | None = None,
+        **client: Any,
     ):
+        """`client`: JsonClient's timeout, max_retries, backoff and headers."""
         self.url = url.rstrip("/")
         self.model = model
         self._identity = identity
@@ -60,13 +58,7 @@ class HttpEmbedder(Embedder):
         self.passage_prefix = default_p if passage_prefix is None else passage_prefix
         self.concurrency = max(1, concurrency)
         self.http = JsonClient(
-            url,
-            f"{self.backend} (model {model!r})",
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            headers=headers,
-            connections=self.concurrency,
+            url, f"{self.backend} (model {model!r})", connections=self.concurrency, **client
         )
 
     # -- identity ----------------------------------------------------------

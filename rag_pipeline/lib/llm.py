@@ -81,24 +81,14 @@ class ChatLLM(LLM):
         temperature: float = 0.0,
         seed: int = 0,
         max_tokens: int | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 4,
-        backoff: float = 0.5,
         concurrency: int = 1,
-        headers: dict[str, str] | None = None,
+        **client: Any,
     ):
+        """`client`: JsonClient's timeout, max_retries, backoff and headers."""
         self.url, self.model = url.rstrip("/"), model
         self.temperature, self.seed, self.max_tokens = temperature, seed, max_tokens
         self.concurrency = max(1, concurrency)
-        self.http = JsonClient(
-            url,
-            f"{self.backend} model {model!r}",
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            headers=headers,
-            connections=self.concurrency,
-        )
+        self.http = JsonClient(url, f"{self.backend} model {model!r}", connections=self.concurrency, **client)
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
         try:

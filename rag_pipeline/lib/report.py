@@ -157,7 +157,9 @@ def build_report(
 ) -> Report:
     if not outcomes["answerable"].astype(bool).any():
         return nothing_to_score(outcomes, run_keys, provenance, invalid)
-    tables = compute_tables(outcomes, run_keys, settings, baseline, provenance, invalid)
+    tables = compute_tables(
+        outcomes, run_keys, settings, baseline, n_invalid=len(invalid), commit=provenance.get("commit", "")
+    )
     summary, budget, category, ranks, matrix = (
         tables.summary,
         tables.budget,

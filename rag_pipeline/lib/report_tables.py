@@ -40,8 +40,9 @@ def compute_tables(
     run_keys: list[str],
     settings: RetrievalSettings,
     baseline: tuple[str, str],
-    provenance: dict[str, str],
-    invalid: dict[str, str],
+    *,
+    n_invalid: int,
+    commit: str,
 ) -> Tables:
     candidate_k = settings.candidate_k
     summaries, budgets, categories = [], [], []
@@ -58,9 +59,7 @@ def compute_tables(
         )
         budgets.append(budget_recall(run).assign(**tag))
         categories.append(category_recall(run).assign(**tag))
-    summary = pd.concat(summaries, ignore_index=True).assign(
-        n_invalid=len(invalid), commit=provenance.get("commit", "")
-    )
+    summary = pd.concat(summaries, ignore_index=True).assign(n_invalid=n_invalid, commit=commit)
     summary = summary[run_keys + [c for c in summary.columns if c not in run_keys]]
     budget = pd.concat(budgets, ignore_index=True)
     category = pd.concat(categories, ignore_index=True)
