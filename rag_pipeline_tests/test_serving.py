@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from rag_pipeline.lib.serving import AnnConfig, open_table, search, serving_rows, sync_table
+from rag_pipeline.lib.serving import AnnConfig, index_kind, open_table, search, serving_rows, sync_table
 from rag_pipeline.lib.serving_eval import serving_eval, serving_problems
 
 DIM = 16
@@ -95,13 +95,17 @@ def access_notes(n_notes: int) -> dict[str, list]:
     return {f"n{i}": kinds[i % len(kinds)] for i in range(n_notes)}
 
 
-@pytest.mark.parametrize("min_rows", [10_000, 256], ids=["exact", "ann"])
-def test_a_filtered_search_never_returns_a_forbidden_row(tmp_path, min_rows):
+@pytest.mark.parametrize(
+    "ann",
+    [AnnConfig(min_rows=10_000), TINY_ANN, AnnConfig(kind="ivf_hnsw_sq", min_rows=256)],
+    ids=["exact", "ivf_pq", "ivf_hnsw_sq"],
+)
+def test_a_filtered_search_never_returns_a_forbidden_row(tmp_path, ann):
     notes = access_notes(120)
     frame = chunks(notes)
-    ann = AnnConfig(min_rows=min_rows)
     result = sync_table(tmp_path, "fixed_1000", rows_of(frame), ann=ann, retain=NOW)
-    assert result["index_type"] == ("exact" if min_rows > 600 else "ivf_pq")
+    assert result["index_type"] == ("exact" if ann.min_rows > 600 else ann.kind)
+    assert index_kind(open_table(tmp_path, "fixed_1000")) == result["index_type"]
     access = dict(zip(frame["chunk_id"], frame["access"]))
     table = open_table(tmp_path, "fixed_1000")
     queries = unit(np.random.default_rng(9).normal(size=(10, DIM)))
