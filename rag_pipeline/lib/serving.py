@@ -229,10 +229,6 @@ def _sync_index(table: lancedb.table.Table, ann: AnnConfig, dim: int, churn: int
     return {"index_type": ann.kind, "index_params": params, "index_trained": train}
 
 
-def _disk_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
 def sync_table(
     db_dir: str | Path,
     table_name: str,
@@ -289,6 +285,7 @@ def sync_table(
             # LanceDB warns that retain=0 breaks readers of old versions: the caller chose it
             warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
             table.optimize(cleanup_older_than=retain)
+    files = [f for f in (Path(db_dir) / f"{table_name}.lance").rglob("*") if f.is_file()]
     return {
         "table": table_name,
         "version": table.version,
@@ -296,5 +293,5 @@ def sync_table(
         **changes,
         **index,
         "versions_kept": len(table.list_versions()),
-        "disk_bytes": _disk_bytes(Path(db_dir) / f"{table_name}.lance"),
+        "disk_bytes": sum(f.stat().st_size for f in files),
     }
