@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 
 run: install  ## run the index_and_evaluate job on the bundled corpus, then print the evaluation table
 	mkdir -p "$(DAGSTER_HOME)"
-	$(BIN)/dagster job execute -m rag_pipeline.definitions -j index_and_evaluate
+	$(BIN)/python -m rag_pipeline.run
 	$(BIN)/python -m rag_pipeline.show_report
 
 # its own Dagster instance, so the held-out runs do not mix with the bundled corpus's lineage
@@ -23,7 +23,7 @@ holdout: install  ## the same pipeline on the held-out notes and questions (data
 	mkdir -p data/build/holdout/dagster_home
 	DAGSTER_HOME=$(CURDIR)/data/build/holdout/dagster_home RAG_NOTES_REPO=data/build/holdout-repo \
 	  RAG_QUESTIONS=data/eval_sets/holdout/questions.json RAG_DATA_DIR=data/build/holdout \
-	  $(BIN)/dagster job execute -m rag_pipeline.definitions -j index_and_evaluate
+	  $(BIN)/python -m rag_pipeline.run
 	RAG_DATA_DIR=data/build/holdout $(BIN)/python -m rag_pipeline.show_report
 
 test: install  ## the whole suite, slow end-to-end tests included

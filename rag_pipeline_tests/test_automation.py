@@ -23,24 +23,39 @@ def tick(definition, **kwargs):
         return definition(context)
 
 
-def test_sensor_requests_a_run_on_a_new_commit_only(notes_repo, small_env):
+def test_sensor_requests_a_new_commit_then_what_is_stale_a_hop_a_tick(notes_repo, small_env):
     resources, sensor, _ = setup(small_env)
+    defs = dg.Definitions(assets=assets, jobs=[index_and_evaluate], resources=resources, sensors=[sensor])
+    job = defs.resolve_job_def("index_and_evaluate")
     instance = dg.DagsterInstance.ephemeral()
     first = notes_repo.head.commit.hexsha
 
-    result = tick(sensor, instance=instance, resources=resources)
+    result = tick(sensor, instance=instance, resources=resources, definitions=defs)
     assert [r.tags for r in result.run_requests] == [{FROM_TAG: "", TO_TAG: first}]
-    config = result.run_requests[0].run_config["resources"]["notes_repo"]["config"]
+    request = result.run_requests[0]
+    config = request.run_config["resources"]["notes_repo"]["config"]
     assert config["ref"] == first and config["repo"] == notes_repo.working_tree_dir
     assert result.cursor == first
+    assert [k.to_user_string() for k in request.asset_selection] == ["notes_head", "source_notes"]
 
-    result = tick(sensor, instance=instance, resources=resources, cursor=first)
-    assert not result.run_requests and "already indexed" in str(result.skip_reason)
+    hops = 0
+    while request is not None:
+        run = job.execute_in_process(
+            instance=instance,
+            asset_selection=request.asset_selection,
+            run_config=request.run_config,
+            tags=request.tags,
+        )
+        assert run.success
+        hops += 1
+        result = tick(sensor, instance=instance, resources=resources, definitions=defs, cursor=first)
+        request = result.run_requests[0] if result.run_requests else None
+    assert hops == 2 and "indexed" in str(result.skip_reason)
 
     second = commit_files(
         notes_repo, {"content/notes/db/deadlock/index.md": "---\ntitle: D\n---\n更新\n"}, "edit"
     )
-    result = tick(sensor, instance=instance, resources=resources, cursor=first)
+    result = tick(sensor, instance=instance, resources=resources, definitions=defs, cursor=first)
     assert [r.tags for r in result.run_requests] == [{FROM_TAG: first, TO_TAG: second}]
     assert result.run_requests[0].run_key == second and result.cursor == second
 
@@ -65,9 +80,8 @@ def run_schedule_story(notes_repo, resources, sensor, schedule, instance):
         },
         "later",
     )
-    job = dg.Definitions(assets=assets, jobs=[index_and_evaluate], resources=resources).resolve_job_def(
-        "index_and_evaluate"
-    )
+    job_defs = dg.Definitions(assets=assets, jobs=[index_and_evaluate], resources=resources)
+    job = job_defs.resolve_job_def("index_and_evaluate")
     run = job.execute_in_process(run_config=request.run_config, tags=request.tags, instance=instance)
     assert run.success and run.dagster_run.tags[TO_TAG] == head
     assert last_indexed_commit(instance) == head  # the pinned commit, not the newer branch head
@@ -76,7 +90,7 @@ def run_schedule_story(notes_repo, resources, sensor, schedule, instance):
     request = tick(schedule, instance=instance, resources=resources)
     assert isinstance(request, dg.RunRequest) and request.tags == {FROM_TAG: head, TO_TAG: later}
     # a sensor with no cursor starts from the last indexed commit too
-    result = tick(sensor, instance=instance, resources=resources)
+    result = tick(sensor, instance=instance, resources=resources, definitions=job_defs)
     assert [r.tags for r in result.run_requests] == [{FROM_TAG: head, TO_TAG: later}]
     # once that commit is indexed, the nightly check skips
     job.execute_in_process(run_config=request.run_config, tags=request.tags, instance=instance)

@@ -7,13 +7,10 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pytest
-from dagster._core.definitions.data_version import StaleStatus
-from dagster._core.definitions.observe import observe
-from dagster._utils.test.data_versions import get_stale_status_resolver
 
-from rag_pipeline.definitions import build_assets
-from rag_pipeline.defs import sources
+from rag_pipeline.definitions import build_assets, index_and_evaluate
 from rag_pipeline.defs.resources import EmbedderResource, resources_from_env
+from rag_pipeline.defs.staleness import run_stale, stale_assets
 from rag_pipeline.lib.bundled_repo import build_repository
 from rag_pipeline.lib.chunking import STRATEGIES
 from rag_pipeline.lib.embedders import Embedder, HashingEmbedder
@@ -153,13 +150,9 @@ def test_a_deleted_note_loses_its_chunks_and_vectors(notes_repo, tmp_path):
     assert metadata(result, "chunks_fixed_200")["chunks_removed"] > 0
 
 
-def stale_keys(instance, assets) -> set[str]:
-    resolver = get_stale_status_resolver(instance, assets)
-    return {
-        a.key.to_user_string()
-        for a in assets
-        if isinstance(a, dg.AssetsDefinition) and resolver.get_status(a.key) != StaleStatus.FRESH
-    }
+def stale_keys(instance, assets, env) -> set[str]:
+    graph = dg.Definitions(assets=assets, resources=resources_from_env(env)).resolve_asset_graph()
+    return {k.to_user_string() for k in stale_assets(graph, instance)}
 
 
 def test_a_chunker_version_bump_makes_only_its_lane_stale(small_env):
@@ -167,36 +160,39 @@ def test_a_chunker_version_bump_makes_only_its_lane_stale(small_env):
     env = small_env
     assets = build_assets(STRATEGIES.values())
     assert dg.materialize(assets, resources=resources_from_env(env), instance=instance).success
-    assert stale_keys(instance, assets) == set()
+    assert stale_keys(instance, assets, env) == set()
 
     bumped = [
         replace(s, version=s.version + "-bis") if s.name == "fixed-500" else s for s in STRATEGIES.values()
     ]
     new_assets = build_assets(bumped)
-    assert stale_keys(instance, new_assets) == {"chunks_fixed_500"}
+    assert stale_keys(instance, new_assets, env) == {"chunks_fixed_500"}
     # materializing what is stale, hop by hop, reaches that lane and the summary only
     done = set()
-    while stale := stale_keys(instance, new_assets) - done:
+    while stale := stale_keys(instance, new_assets, env) - done:
         done |= stale
         assert dg.materialize(
             new_assets, selection=sorted(stale), resources=resources_from_env(env), instance=instance
         ).success
     lane = {"chunks_fixed_500", "embeddings_fixed_500", "retrieval_fixed_500", "evaluation_fixed_500"}
-    # the summary follows only if the lane's metrics changed: equal data versions stop there
-    assert lane <= done <= lane | {"evaluation_summary"}
+    # the summary (and the answers) follow only if the lane's metrics changed: equal data versions stop there
+    assert lane <= done <= lane | {"evaluation_summary", "answers"}
 
 
-def test_a_new_commit_makes_source_notes_stale_and_a_no_op_commit_stops_there(notes_repo, small_env):
+def test_the_runner_executes_only_what_is_stale(notes_repo, small_env):
+    defs = dg.Definitions(
+        assets=build_assets(STRATEGIES.values()),
+        jobs=[index_and_evaluate],
+        resources=resources_from_env(small_env),
+        executor=dg.in_process_executor,
+    )
     instance = dg.DagsterInstance.ephemeral()
-    env = small_env
-    res = resources_from_env(env)
-    assets = build_assets(STRATEGIES.values())
-    observe([sources.notes_head], instance=instance, resources=res)
-    assert dg.materialize(assets, resources=res, instance=instance).success
-    assert stale_keys(instance, assets) == set()
-
+    cold = run_stale(defs, instance, "index_and_evaluate")
+    assert cold[0] == ["notes_head"] and "evaluation_summary" in cold[1]
+    # a no-op run executes no step but the observation
+    assert run_stale(defs, instance, "index_and_evaluate") == [["notes_head"]]
+    # a commit that touches no note stops at source_notes
     commit_files(notes_repo, {"README.md": "not a note\n"}, "touch no note")
-    observe([sources.notes_head], instance=instance, resources=res)
-    assert stale_keys(instance, assets) == {"source_notes"}
-    assert dg.materialize(assets, selection=["source_notes"], resources=res, instance=instance).success
-    assert stale_keys(instance, assets) == set()  # same notes, same data version: nothing downstream
+    assert run_stale(defs, instance, "index_and_evaluate") == [["notes_head"], ["source_notes"]]
+    runs = instance.get_runs()
+    assert {r.job_name for r in runs} == {"index_and_evaluate"}

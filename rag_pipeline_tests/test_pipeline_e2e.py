@@ -5,22 +5,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.definitions import defs
 from rag_pipeline_tests.conftest import run_all
-
-
-def test_definitions_load():
-    graph = defs.resolve_asset_graph()
-    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert {"source_notes", "cleaned_notes", "questions", "evaluation_summary"} <= keys
-    for strategy in ("fixed_200", "fixed_500", "fixed_1000", "fixed_2000", "section", "section_split"):
-        assert {
-            f"chunks_{strategy}",
-            f"embeddings_{strategy}",
-            f"retrieval_{strategy}",
-            f"evaluation_{strategy}",
-        } <= keys
-    assert defs.resolve_job_def("index_and_evaluate") is not None
 
 
 def test_whole_graph_on_small_repo(notes_repo, small_env, tmp_path):

@@ -1,14 +1,17 @@
 """Re-index when the notes repository moves: a sensor on its branch and a nightly schedule.
 
-Both compare the branch head with the last indexed commit and, when they differ, start the
-whole job pinned to the new head; unchanged notes, chunks and vectors are reused inside the
-assets, so such a run redoes only what the new commit changed. The run's tags record the
-commit range it indexed.
+Both compare the branch head with the last indexed commit and, when they differ, start a run
+pinned to the new head that observes it and reads its notes. What that makes stale runs next,
+one hop per sensor tick while no run of the job is going on, so only what the commit changed is
+executed. The runs' tags record the commit range indexed.
 """
+
+import hashlib
 
 import dagster as dg
 
 from rag_pipeline.defs.resources import DataStore, NotesRepository
+from rag_pipeline.defs.staleness import HEAD, stale_assets
 
 FROM_TAG = "rag/commit_from"
 TO_TAG = "rag/commit_to"
@@ -23,10 +26,23 @@ def last_indexed_commit(instance: dg.DagsterInstance) -> str | None:
     return str(commit.value) if commit is not None else None
 
 
+ACTIVE = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
+
+
+def job_running(instance: dg.DagsterInstance, job_name: str) -> bool:
+    return bool(instance.get_run_records(dg.RunsFilter(job_name=job_name, statuses=ACTIVE), limit=1))
+
+
 def reindex_request(
     notes_repo: NotesRepository, head: str, last: str | None, run_key: str | None
 ) -> dg.RunRequest:
-    """The whole job pinned to `head`; run config replaces a resource's whole config, so all fields go."""
+    """The first hop pinned to `head` (observe it, read its notes); run config replaces a resource's
+    whole config, so all fields go."""
     config = {
         "repo": notes_repo.repo,
         "ref": head,
@@ -37,7 +53,18 @@ def reindex_request(
         run_key=run_key,
         run_config={"resources": {"notes_repo": {"config": config}}},
         tags={FROM_TAG: last or "", TO_TAG: head},
+        asset_selection=[HEAD, dg.AssetKey("source_notes")],
     )
+
+
+def next_hop(context: dg.SensorEvaluationContext, head: str) -> dg.RunRequest | None:
+    """A run of the assets stale now (None when nothing is), keyed so a tick never asks twice."""
+    stale = stale_assets(context.repository_def.asset_graph, context.instance)
+    if not stale:
+        return None
+    names = [k.to_user_string() for k in stale]
+    digest = hashlib.sha256(" ".join([head, *names]).encode()).hexdigest()[:12]
+    return dg.RunRequest(run_key=f"{head}:{digest}", asset_selection=stale, tags={TO_TAG: head})
 
 
 def build_automation(
@@ -49,20 +76,24 @@ def build_automation(
         job_name=job_name,
         minimum_interval_seconds=300,
         default_status=status,
-        description=f"Starts a re-index when `{branch}` of the notes repository moves to a new commit.",
+        description=f"Starts a re-index when `{branch}` of the notes repository moves to a new commit, "
+        "then runs what is stale, a hop per tick.",
     )
     def notes_commit_sensor(
         context: dg.SensorEvaluationContext, notes_repo: NotesRepository, store: DataStore
     ) -> dg.SensorResult:
+        if job_running(context.instance, job_name):
+            return dg.SensorResult(skip_reason=f"a run of {job_name} is going on", cursor=context.cursor)
         head = notes_repo.head(store, branch)
         last = context.cursor or last_indexed_commit(context.instance)
-        if head == last:
+        if head != last:
             return dg.SensorResult(
-                skip_reason=f"{branch} is still at {head[:12]}, already indexed", cursor=head
+                run_requests=[reindex_request(notes_repo, head, last, run_key=head)], cursor=head
             )
-        return dg.SensorResult(
-            run_requests=[reindex_request(notes_repo, head, last, run_key=head)], cursor=head
-        )
+        hop = next_hop(context, head)
+        if hop is None:
+            return dg.SensorResult(skip_reason=f"{branch} is still at {head[:12]}, indexed", cursor=head)
+        return dg.SensorResult(run_requests=[hop], cursor=head)
 
     @dg.schedule(
         job_name=job_name,
