@@ -8,6 +8,7 @@ import pandas as pd
 
 from rag_pipeline.defs.io import data_version, versioned
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
+from rag_pipeline.lib.access import UNAUTHORIZED
 from rag_pipeline.lib.cleaning import CLEANER_VERSION, clean_note
 from rag_pipeline.lib.incremental import rebuild_by_note
 from rag_pipeline.lib.questions import (
@@ -16,6 +17,7 @@ from rag_pipeline.lib.questions import (
     evidence_problems,
     invalid_gold_message,
     questions_frame,
+    with_access,
 )
 
 SOURCE_PATH = "notes/source_notes.parquet"
@@ -40,7 +42,7 @@ def source_notes(
     """One row per note at the pinned commit: note (slug), path, commit, blob sha, title, raw text."""
     previous = store.previous(SOURCE_PATH)
     commit, notes = notes_repo.read(store)
-    frame = pd.DataFrame([n.__dict__ for n in notes])
+    frame = pd.DataFrame([n.__dict__ | {"access": list(n.access)} for n in notes])
     since = previous["commit"].iloc[0] if previous is not None and len(previous) else None
     context.log.info(f"read {len(frame)} notes at {commit} (previous build: {since or 'none'})")
     return dg.Output(
@@ -60,7 +62,7 @@ def source_notes(
 
 def _cleaned(note: dict) -> list[dict]:
     cleaned = clean_note(note["raw"], note["title"])
-    fields = ("note", "path", "commit", "source_version", "title", "cleaner_version")
+    fields = ("note", "path", "commit", "source_version", "title", "cleaner_version", "access")
     return [
         {k: note[k] for k in fields}
         | {
@@ -130,6 +132,7 @@ def questions(context: dg.AssetExecutionContext, cleaned_notes: pd.DataFrame, qu
     items = questions_file.load()
     texts = dict(zip(cleaned_notes["note"], cleaned_notes["text"]))
     check_notes_exist(items, set(texts), questions_file.path)
+    items = with_access(items, dict(zip(cleaned_notes["note"], cleaned_notes["access"])), questions_file.path)
     problems = evidence_problems(items, texts)
     if problems and questions_file.invalid != "skip":
         raise QuestionsError(invalid_gold_message(questions_file.path, problems))
@@ -141,7 +144,8 @@ def questions(context: dg.AssetExecutionContext, cleaned_notes: pd.DataFrame, qu
         frame,
         questions=len(frame),
         answerable=int(frame["answerable"].sum()),
-        unanswerable=int((~frame["answerable"]).sum()),
+        unanswerable=int((~frame["answerable"] & (frame["category"] != UNAUTHORIZED)).sum()),
+        unauthorized=int((frame["category"] == UNAUTHORIZED).sum()),
         invalid=len(problems),
         categories=dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
         file=questions_file.path,

@@ -294,8 +294,9 @@ def coverage_problems(chunks: list[dict], texts: dict[str, str], overlapping: bo
 
 
 def chunk_cleaned_note(strategy: Strategy, note: dict) -> list[dict]:
-    """`chunk_note` for a row of the cleaned notes (its sections stored as dicts)."""
-    return chunk_note(
+    """`chunk_note` for a row of the cleaned notes (its sections stored as dicts); every chunk carries
+    the groups that may read its note (`access`, empty for a public note)."""
+    rows = chunk_note(
         strategy,
         note=note["note"],
         source_version=note["source_version"],
@@ -304,3 +305,5 @@ def chunk_cleaned_note(strategy: Strategy, note: dict) -> list[dict]:
         text=note["text"],
         sections=[Section(**s) for s in note["sections"]],
     )
+    access = sorted(note.get("access") if note.get("access") is not None else [])
+    return [row | {"access": access} for row in rows]

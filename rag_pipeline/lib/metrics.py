@@ -13,6 +13,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pandas as pd
 
+from rag_pipeline.lib.access import UNAUTHORIZED
 from rag_pipeline.lib.questions import Question
 
 MAX_K = 20  # the k of recall@k, MRR@k, nDCG@k
@@ -184,10 +185,19 @@ def summarize(outcomes: pd.DataFrame, ks: Sequence[int] = range(1, MAX_K + 1)) -
                 else float("nan"),
                 "chars_median": float(np.median(chars[:, k - 1])) if len(chars) else float("nan"),
                 "n_questions": len(scored),
-                "n_unanswerable": int((~outcomes["answerable"].astype(bool)).sum()),
+                **question_counts(outcomes),
             }
         )
     return pd.DataFrame(rows)
+
+
+def question_counts(outcomes: pd.DataFrame) -> dict[str, int]:
+    """Questions kept apart from recall: without evidence, and about notes the asker may not read."""
+    unauthorized = outcomes["category"] == UNAUTHORIZED
+    return {
+        "n_unanswerable": int((~outcomes["answerable"].astype(bool) & ~unauthorized).sum()),
+        "n_unauthorized": int(unauthorized.sum()),
+    }
 
 
 def hits_within(outcomes: pd.DataFrame, budget: int) -> np.ndarray:

@@ -27,6 +27,19 @@ class SourceNote:
     source_version: str  # the note's blob sha: changes exactly when its bytes change
     title: str
     raw: str
+    access: tuple[str, ...] = ()  # the groups that may read the note; empty: public
+
+
+def access_groups(value: object, where: str) -> tuple[str, ...]:
+    """Front matter `access`: a list of group names, or one name; absent means public."""
+    if value is None:
+        return ()
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+        raise NotesSourceError(
+            f"{where}: `access` must be a group name or a list of group names, got {value!r}"
+        )
+    return tuple(sorted({n.strip() for n in names}))
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -125,7 +138,8 @@ def read_notes(commit: git.Commit, glob: str, exclude: list[str]) -> list[Source
         except FrontMatterError as exc:
             raise NotesSourceError(f"{item.path} at commit {commit.hexsha[:12]}: {exc}") from None
         title = str(fields.get("title") or slug)
-        notes[slug] = SourceNote(slug, item.path, commit.hexsha, item.hexsha, title, raw)
+        access = access_groups(fields.get("access"), f"{item.path} at commit {commit.hexsha[:12]}")
+        notes[slug] = SourceNote(slug, item.path, commit.hexsha, item.hexsha, title, raw, access)
     if not notes:
         raise NotesSourceError(f"no file matches {glob!r} at commit {commit.hexsha[:12]}")
     return sorted(notes.values(), key=lambda n: n.note)

@@ -9,11 +9,14 @@ the second evidence live in another note.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+
+from rag_pipeline.lib.access import UNAUTHORIZED, may_read
 
 
 class QuestionsError(ValueError):
@@ -34,10 +37,12 @@ class Question:
     category: str
     evidence: tuple[Evidence, ...]
     answer_pattern: str | None = None
+    groups: tuple[str, ...] | None = None  # the asker's groups; None: may read every note
 
     @property
     def answerable(self) -> bool:
-        return bool(self.evidence)
+        """Scored for recall: it has evidence its asker may read."""
+        return bool(self.evidence) and self.category != UNAUTHORIZED
 
 
 def _field(item: dict, name: str, where: str, kinds: tuple[type, ...], required: bool = True):
@@ -82,6 +87,11 @@ def parse_questions(items: object, source: str) -> list[Question]:
                 note2 = _field(item, "slug2", where, (str,), required=False) or slug
                 evidence.append(Evidence(note2, _field(item, "section2", where, (str,), False), second))
         category = _field(item, "category", where, (str,), required=False)
+        groups = _field(item, "groups", where, (list, str), required=False)
+        if isinstance(groups, str):
+            groups = [groups]
+        if groups is not None and not all(isinstance(g, str) and g.strip() for g in groups):
+            raise QuestionsError(f"{where}: field 'groups' must be a list of group names, got {groups!r}")
         questions.append(
             Question(
                 id=qid,
@@ -89,6 +99,7 @@ def parse_questions(items: object, source: str) -> list[Question]:
                 category=category or ("unanswerable" if slug is None else "uncategorized"),
                 evidence=tuple(evidence),
                 answer_pattern=_field(item, "answer_pattern", where, (str,), required=False),
+                groups=None if groups is None else tuple(sorted({g.strip() for g in groups})),
             )
         )
     if not questions:
@@ -114,6 +125,25 @@ def check_notes_exist(questions: list[Question], notes: set[str], source: str) -
         for ev in q.evidence:
             if ev.note not in notes:
                 raise QuestionsError(f"{source}: question {q.id}: unknown note slug {ev.note!r}")
+
+
+def with_access(questions: list[Question], access: dict[str, list[str]], source: str) -> list[Question]:
+    """The questions with those about a note their asker may not read marked `unauthorized`.
+
+    `access` holds each note's groups; a question naming a group no note has is an error (a typo
+    would silently make every restricted note unreadable to it)."""
+    known = {g for groups in access.values() for g in groups}
+    out = []
+    for q in questions:
+        unknown = sorted(set(q.groups or ()) - known)
+        if unknown:
+            raise QuestionsError(
+                f"{source}: question {q.id}: unknown group(s) {', '.join(map(repr, unknown))}; "
+                f"the notes' groups are {sorted(known) or 'none (every note is public)'}"
+            )
+        readable = all(may_read(q.groups, access.get(ev.note, [])) for ev in q.evidence)
+        out.append(q if readable else dataclasses.replace(q, category=UNAUTHORIZED))
+    return out
 
 
 def evidence_problems(questions: list[Question], texts: dict[str, str]) -> dict[str, str]:
@@ -173,6 +203,7 @@ def questions_frame(
                 "category": q.category,
                 "answerable": q.answerable,
                 "answer_pattern": q.answer_pattern,
+                "groups": None if q.groups is None else list(q.groups),
                 "evidence": evidence,
                 "invalid": invalid.get(str(q.id)),
             }
@@ -185,6 +216,12 @@ def usable(frame: pd.DataFrame) -> pd.DataFrame:
     if "invalid" not in frame:
         return frame
     return frame[frame["invalid"].isna()].reset_index(drop=True)
+
+
+def asker_groups(row) -> tuple[str, ...] | None:
+    """The `groups` of a questions-frame row (None: the asker may read every note)."""
+    groups = getattr(row, "groups", None)
+    return None if groups is None or (isinstance(groups, float) and pd.isna(groups)) else tuple(groups)
 
 
 def questions_from_frame(
@@ -201,6 +238,7 @@ def questions_from_frame(
                 category=row.category,
                 evidence=tuple(Evidence(e["note"], e["section"], e["text"]) for e in evidence),
                 answer_pattern=row.answer_pattern if isinstance(row.answer_pattern, str) else None,
+                groups=asker_groups(row),
             )
         )
         spans[row.question_id] = [

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from rag_pipeline.lib.metrics import DEPTH
+from rag_pipeline.lib.metrics import DEPTH, question_counts
 from rag_pipeline.lib.plots import heatmap, pareto_plot, pareto_points, recall_grid
 from rag_pipeline.lib.report_tables import compute_tables, rank_table, reference_table, run_label
 from rag_pipeline.lib.retrievers import RetrievalSettings
@@ -122,12 +122,12 @@ def nothing_to_score(
     outcomes: pd.DataFrame, run_keys: list[str], provenance: dict[str, str], invalid: dict[str, str]
 ) -> Report:
     """The report of a question set with no answerable question: counts, and no metric."""
-    counts = (
-        outcomes.groupby(run_keys, sort=False)
-        .agg(n_chunks=("n_chunks", "first"), n_unanswerable=("answerable", "size"))
-        .reset_index()
-        .assign(n_questions=0, n_invalid=len(invalid), commit=provenance.get("commit", ""))
-    )
+    counts = pd.DataFrame(
+        [
+            dict(zip(run_keys, keys)) | {"n_chunks": int(run["n_chunks"].iloc[0])} | question_counts(run)
+            for keys, run in outcomes.groupby(run_keys, sort=False)
+        ]
+    ).assign(n_questions=0, n_invalid=len(invalid), commit=provenance.get("commit", ""))
     text = (
         f"No answerable question: nothing to score ({len(outcomes['question_id'].unique())} unanswerable "
         "question(s) kept apart)."
@@ -192,7 +192,8 @@ def build_report(
 
     header = (
         f"{int(summary['n_questions'].iloc[0])} answerable questions "
-        f"({int(summary['n_unanswerable'].iloc[0])} unanswerable kept apart); "
+        f"({int(summary['n_unanswerable'].iloc[0])} unanswerable and "
+        f"{int(summary['n_unauthorized'].iloc[0])} unauthorized kept apart); "
         f"embedding_version {', '.join(f'`{v}`' for v in summary['embedding_version'].unique())}; "
         f"BM25 analyzer `{summary['analyzer'].iloc[0]}`; candidate_k {candidate_k}; what reaches the LLM "
         f"(context): the first {settings.context_k} units within {settings.context_chars:,} characters"
