@@ -79,7 +79,7 @@ def headline_numbers(matrix: pd.DataFrame, baseline: tuple[str, str]) -> dict[st
             ("r@4k", "recall@4000chars"),
             ("mrr@10", "mrr@10"),
         ):
-            out[f"{who} {name}"] = float(row[column])
+            out[f"{who} {name}"] = round(float(row[column]), 4)
     return out
 
 
@@ -137,7 +137,7 @@ def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
         for retriever, outcomes in frame.groupby("retriever", sort=False):
             at = summarize(outcomes, REPORT_KS).set_index("k")
             metadata |= {
-                f"{retriever} evidence_recall@{k}": float(at.at[k, "evidence_recall"]) for k in (1, 5)
+                f"{retriever} evidence_recall@{k}": round(float(at.at[k, "evidence_recall"]), 4) for k in (1, 5)
             }
         return versioned(frame, **metadata)
 
