@@ -12,13 +12,14 @@ from rag_pipeline_tests.conftest import run_all
 def test_definitions_load():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert {"source_notes", "cleaned_notes", "questions", "evaluation_summary"} <= keys
+    assert {"source_notes", "cleaned_notes", "questions", "evaluation_summary", "serving_evaluation"} <= keys
     for strategy in ("fixed_200", "fixed_500", "fixed_1000", "fixed_2000", "section", "section_split"):
         assert {
             f"chunks_{strategy}",
             f"embeddings_{strategy}",
             f"retrieval_{strategy}",
             f"evaluation_{strategy}",
+            f"index_{strategy}",
         } <= keys
     assert defs.resolve_job_def("index_and_evaluate") is not None
 

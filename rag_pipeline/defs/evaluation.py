@@ -193,7 +193,7 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         }
         files |= {f"{name}.png": png for name, png in report.plots.items()}
         files["report.md"] = report.markdown.encode()
-        publish_directory(reports, files, keep=("answer_summary.parquet",))
+        publish_directory(reports, files, keep=("answer_summary.parquet", "serving.parquet"))
         context.log.info(f"evaluation summary:\n{report.matrix_md}")
         summary = report.tables["evaluation_summary"]
         return dg.MaterializeResult(
