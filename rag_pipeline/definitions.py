@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
-from rag_pipeline.defs import answers, automation, chunks, embeddings, evaluation, retrieval, sources
+from rag_pipeline.defs import answers, automation, chunks, embeddings, evaluation, retrieval, serving, sources
 from rag_pipeline.defs.resources import build_resources
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.strategies import load_strategies
@@ -17,11 +17,14 @@ LANE = (
     embeddings.embeddings_asset,
     retrieval.retrieval_asset,
     evaluation.evaluation_asset,
+    serving.index_asset,
+    serving.recall_check,
 )
 
 
 def build_assets(strategies: Iterable[Strategy]) -> list:
-    """The source assets, one lane of assets per strategy, and the summary over all lanes."""
+    """The source assets, one lane of assets (and the served table's check) per strategy, and the
+    summaries over all lanes."""
     strategies = list(strategies)
     lanes = [factory(s) for s in strategies for factory in LANE]
     return [
@@ -31,6 +34,7 @@ def build_assets(strategies: Iterable[Strategy]) -> list:
         sources.questions,
         *lanes,
         evaluation.summary_asset(strategies),
+        serving.evaluation_asset(strategies),
         answers.answers_asset(strategies, evaluation.baseline_for(strategies)),
     ]
 

@@ -134,6 +134,9 @@ VARS: dict[str, Var] = {
     "reindex": Var("RAG_REINDEX", "off", _flag, "on or off"),
     "reindex_cron": Var("RAG_REINDEX_CRON", "0 3 * * *", _text, "a cron expression"),
     "reindex_timezone": Var("RAG_REINDEX_TIMEZONE", "UTC", _text, "an IANA time zone"),
+    "ann_min_rows": Var(
+        "RAG_ANN_MIN_ROWS", "5000", _number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
+    ),
 }
 
 
@@ -168,6 +171,7 @@ class Settings:
     reindex: bool
     reindex_cron: str
     reindex_timezone: str
+    ann_min_rows: int
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:

@@ -137,7 +137,8 @@ def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
         for retriever, outcomes in frame.groupby("retriever", sort=False):
             at = summarize(outcomes, REPORT_KS).set_index("k")
             metadata |= {
-                f"{retriever} evidence_recall@{k}": round(float(at.at[k, "evidence_recall"]), 4) for k in (1, 5)
+                f"{retriever} evidence_recall@{k}": round(float(at.at[k, "evidence_recall"]), 4)
+                for k in (1, 5)
             }
         return versioned(frame, **metadata)
 
@@ -193,7 +194,7 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         }
         files |= {f"{name}.png": png for name, png in report.plots.items()}
         files["report.md"] = report.markdown.encode()
-        publish_directory(reports, files, keep=("answer_summary.parquet",))
+        publish_directory(reports, files, keep=("answer_summary.parquet", "serving.parquet"))
         context.log.info(f"evaluation summary:\n{report.matrix_md}")
         summary = report.tables["evaluation_summary"]
         return dg.MaterializeResult(

@@ -193,8 +193,9 @@ class RetrievalResource(dg.ConfigurableResource):
 
 def build_resources(settings: Settings) -> dict[str, object]:
     """The resources the settings describe (run config may still override them per run)."""
-    from rag_pipeline.defs.answers import AnswerResource  # both need the resources defined above
+    from rag_pipeline.defs.answers import AnswerResource  # these modules need the resources above
     from rag_pipeline.defs.io import ParquetIOManager
+    from rag_pipeline.defs.serving import ServingResource
 
     store = DataStore(data_dir=settings.data_dir)
     return {
@@ -221,6 +222,7 @@ def build_resources(settings: Settings) -> dict[str, object]:
             rerank_model=settings.rerank_model,
             rerank_protocol=settings.rerank_protocol,
         ),
+        "serving": ServingResource(ann_min_rows=settings.ann_min_rows),
         "answerer": AnswerResource(
             backend=settings.llm, url=settings.llm_url, model=settings.llm_model, runs=settings.answer_runs
         ),
