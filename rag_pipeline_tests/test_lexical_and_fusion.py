@@ -22,7 +22,7 @@ def test_char_ngrams_split_japanese_and_keep_identifiers():
 @pytest.mark.parametrize("analyzer", ["char", "sudachi"])
 def test_bm25_finds_japanese_paraphrase_words_and_error_codes(analyzer):
     a = make_analyzer(analyzer)
-    index = BM25([a.tokens(d) for d in DOCS])
+    index = BM25.from_tokens([a.tokens(d) for d in DOCS])
     assert index.search(a.tokens("40P01 というエラーコード"), 3)[0][0] == 0
     assert index.search(a.tokens("圧縮が効く理由"), 3)[0][0] == 1
     assert index.search(a.tokens("handshake"), 3)[0][0] == 2
@@ -32,7 +32,7 @@ def test_bm25_finds_japanese_paraphrase_words_and_error_codes(analyzer):
 
 
 def test_bm25_scores_by_hand():
-    index = BM25([["a", "b"], ["a", "a", "c"], ["c"]], k1=1.2, b=0.75)
+    index = BM25.from_tokens([["a", "b"], ["a", "a", "c"], ["c"]], k1=1.2, b=0.75)
     idf_b = np.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
     avgdl = 2.0
     expected = idf_b * 1 * 2.2 / (1 + 1.2 * (1 - 0.75 + 0.75 * 2 / avgdl))

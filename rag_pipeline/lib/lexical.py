@@ -18,6 +18,11 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import scipy.sparse as sp
+
+from rag_pipeline.lib.retrieval import best
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
 _RUN = re.compile(r"[^\s\u3000、。,.!?！？「」『』()（）\[\]【】:：;；\"'`|*#>]+")
@@ -83,39 +88,109 @@ def make_analyzer(name: str) -> Analyzer:
     raise ValueError(f"unknown analyzer {name!r}; choose 'char' or 'sudachi'")
 
 
-class BM25:
-    """Okapi BM25 with postings in numpy arrays; scores only the documents a query term hits."""
+def term_matrix(terms: pa.ChunkedArray, counts: pa.ChunkedArray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Columns `terms` (list of string or dictionary) and `counts` (list of int), one row per text
+    -> (texts x vocabulary count matrix, vocabulary). The vocabulary is sorted, so a term's column
+    and the order of each row's entries do not depend on which texts came first."""
+    flat = [c.flatten() for c in terms.chunks]
+    flat = [t if pa.types.is_dictionary(t.type) else t.cast(pa.string()).dictionary_encode() for t in flat]
+    lengths = [c.value_lengths().fill_null(0).to_numpy() for c in terms.chunks]
+    indptr = np.concatenate([[0], np.cumsum(np.concatenate(lengths))]) if lengths else np.zeros(1)
+    data = [c.flatten().to_numpy() for c in counts.chunks]
+    if not flat or not sum(len(t) for t in flat):
+        return sp.csr_matrix((len(indptr) - 1, 0), dtype=np.float32), np.array([], dtype=object)
+    unified = pa.chunked_array(flat).unify_dictionaries()
+    dictionary = unified.chunk(0).dictionary
+    order = pc.sort_indices(dictionary).to_numpy()
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    columns = rank[np.concatenate([c.indices.to_numpy() for c in unified.chunks])]
+    matrix = sp.csr_matrix(
+        (np.concatenate(data).astype(np.float32), columns, indptr.astype(np.int64)),
+        shape=(len(indptr) - 1, len(order)),
+    )
+    matrix.sort_indices()
+    return matrix, dictionary.take(pa.array(order)).to_numpy(zero_copy_only=False)
 
-    def __init__(self, docs: list[list[str]], k1: float = 1.2, b: float = 0.75):
+
+def count_terms(docs: list[list[str]]) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
+    """Token lists -> (distinct terms, their counts) list columns, one row per document."""
+    counters = [Counter(doc) for doc in docs]
+    terms = pa.chunked_array([pa.array([list(c) for c in counters], pa.list_(pa.string()))])
+    counts = pa.chunked_array([pa.array([list(c.values()) for c in counters], pa.list_(pa.int32()))])
+    return terms, counts
+
+
+class BM25:
+    """Okapi BM25 over a sparse (documents x vocabulary) term-count matrix; every question is scored
+    in one sparse product. Scores are float64 sums taken in vocabulary order, rounded to float32, so
+    a document's score depends only on its counts and the collection's statistics."""
+
+    def __init__(self, counts: sp.csr_matrix, vocabulary: np.ndarray, k1: float = 1.2, b: float = 0.75):
         self.k1, self.b = k1, b
-        self.n = len(docs)
-        self.lengths = np.array([len(d) for d in docs], dtype=np.float32)
+        self.counts, self.vocabulary = counts, vocabulary
+        self.n = counts.shape[0]
+        rows = np.repeat(np.arange(self.n), np.diff(counts.indptr))
+        self.lengths = np.bincount(rows, weights=counts.data, minlength=self.n).astype(np.float64)
         self.avgdl = float(self.lengths.mean()) if self.n and self.lengths.sum() else 1.0
-        postings: dict[str, tuple[list[int], list[int]]] = {}
-        for doc_id, doc in enumerate(docs):
-            for term, tf in Counter(doc).items():
-                ids, tfs = postings.setdefault(term, ([], []))
-                ids.append(doc_id)
-                tfs.append(tf)
-        self.postings = {t: (np.array(i), np.array(f, dtype=np.float32)) for t, (i, f) in postings.items()}
+        self.df = np.bincount(counts.indices, minlength=len(vocabulary))
+
+    @classmethod
+    def from_tokens(cls, docs: list[list[str]], k1: float = 1.2, b: float = 0.75) -> BM25:
+        return cls(*term_matrix(*count_terms(docs)), k1=k1, b=b)
+
+    def _columns(self, terms: list[str]) -> np.ndarray:
+        """Vocabulary column of each term, -1 for a term no document holds."""
+        if not len(self.vocabulary):
+            return np.full(len(terms), -1)
+        at = np.minimum(np.searchsorted(self.vocabulary, terms), len(self.vocabulary) - 1)
+        return np.where(self.vocabulary[at] == np.asarray(terms, dtype=object), at, -1)
 
     def idf(self, term: str) -> float:
-        df = len(self.postings[term][0])
+        column = self._columns([term])[0]
+        if column < 0:
+            raise KeyError(term)
+        df = self.df[column]
         return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
 
-    def scores(self, query: list[str]) -> np.ndarray:
-        scores = np.zeros(self.n, dtype=np.float32)
+    def score_matrix(self, queries: list[list[str]]) -> np.ndarray:
+        """(documents, queries) float32 scores; each distinct query term counts once."""
+        terms = sorted({t for q in queries for t in q})
+        columns = self._columns(terms)
+        known = columns >= 0
+        terms, columns = [t for t, k in zip(terms, known) if k], columns[known]
+        hits = self.counts[:, columns].tocsr()
+        hits.sort_indices()
+        tf = hits.data.astype(np.float64)
+        df = self.df[columns].astype(np.float64)
+        idf = np.log(1 + (self.n - df + 0.5) / (df + 0.5))
         norm = self.k1 * (1 - self.b + self.b * self.lengths / self.avgdl)
-        for term in set(query):
-            if term not in self.postings:
-                continue
-            ids, tf = self.postings[term]
-            scores[ids] += self.idf(term) * tf * (self.k1 + 1) / (tf + norm[ids])
-        return scores
+        rows = np.repeat(np.arange(self.n), np.diff(hits.indptr))
+        hits.data = idf[hits.indices] * tf * (self.k1 + 1) / (tf + norm[rows])
+        slot = {t: i for i, t in enumerate(terms)}
+        out = np.zeros((self.n, len(queries)), np.float32)
+        for start in range(0, len(queries), 256):  # bounds the dense (documents, queries) block
+            block = queries[start : start + 256]
+            present = np.zeros((len(terms), len(block)))
+            for j, query in enumerate(block):
+                present[[slot[t] for t in set(query) if t in slot], j] = 1.0
+            out[:, start : start + len(block)] = hits @ present
+        return out
 
-    def search(self, query: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(positions, scores) of the best k documents with a positive score, best first."""
-        scores = self.scores(query)
-        hit = np.flatnonzero(scores > 0)
-        order = hit[np.lexsort((hit, -scores[hit]))][:k]
-        return order, scores[order]
+    def scores(self, query: list[str]) -> np.ndarray:
+        return self.score_matrix([query])[:, 0]
+
+    def search_many(
+        self, queries: list[list[str]], k: int, tiebreak: np.ndarray | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(positions, scores) of the best k documents with a positive score for each query, best
+        first; ties go to the lower `tiebreak` rank (default: the lower position)."""
+        scores = self.score_matrix(queries)
+        out = []
+        for column in scores.T:
+            positions = best(column, k, tiebreak, positive=True)
+            out.append((positions, column[positions]))
+        return out
+
+    def search(self, query: list[str], k: int, tiebreak: np.ndarray | None = None):
+        return self.search_many([query], k, tiebreak)[0]
