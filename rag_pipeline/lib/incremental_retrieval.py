@@ -83,8 +83,8 @@ def cached_dense_hits(
     version: str,
 ) -> list[Hits]:
     vectors = dense_vectors(index, name)
-    chunk_ids = index.chunks["chunk_id"].astype(str)
-    members = pd.Index(chunk_ids + ":" + index.text_hashes(parse_retriever(name).contextual))
+    hashes = index.text_hashes(parse_retriever(name).contextual)
+    members = pd.Index([f"{c}:{h}" for c, h in zip(index.chunks["chunk_id"].tolist(), hashes)], dtype=object)
     stamp = cache_stamp(name, version, depth)
     kept = load_candidates(path, stamp)
     new = np.flatnonzero(~members.isin(kept.scored)) if kept is not None else np.arange(len(members))
@@ -131,7 +131,7 @@ def load_candidates(path: Path, stamp: str) -> Candidates | None:
         q: (group["chunk"].to_numpy(), group["score"].to_numpy(np.float32))
         for q, group in frame[~scored].groupby("question", sort=False)
     }
-    return Candidates(pd.Index(frame.loc[scored, "chunk"]), lists)
+    return Candidates(pd.Index(frame.loc[scored, "chunk"], dtype=object), lists)
 
 
 def save_candidates(path: Path, stamp: str, kept: Candidates) -> None:

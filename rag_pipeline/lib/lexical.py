@@ -109,15 +109,16 @@ def term_matrix(terms: pa.ChunkedArray, counts: pa.ChunkedArray) -> tuple[sp.csr
         (np.concatenate(data).astype(np.float32), columns, indptr.astype(np.int64)),
         shape=(len(indptr) - 1, len(order)),
     )
-    matrix.sort_indices()
+    matrix.sort_indices()  # only a check when the rows were written sorted
     return matrix, dictionary.take(pa.array(order)).to_numpy(zero_copy_only=False)
 
 
 def count_terms(docs: list[list[str]]) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
-    """Token lists -> (distinct terms, their counts) list columns, one row per document."""
-    counters = [Counter(doc) for doc in docs]
-    terms = pa.chunked_array([pa.array([list(c) for c in counters], pa.list_(pa.string()))])
-    counts = pa.chunked_array([pa.array([list(c.values()) for c in counters], pa.list_(pa.int32()))])
+    """Token lists -> (distinct terms, their counts) list columns, one row per document, terms
+    sorted (so the rows of a count matrix come out sorted)."""
+    counters = [sorted(Counter(doc).items()) for doc in docs]
+    terms = pa.chunked_array([pa.array([[t for t, _ in c] for c in counters], pa.list_(pa.string()))])
+    counts = pa.chunked_array([pa.array([[n for _, n in c] for c in counters], pa.list_(pa.int32()))])
     return terms, counts
 
 

@@ -91,7 +91,7 @@ class ChunkIndex:
     _hashes: dict[bool, list[str]] = field(default_factory=dict)
 
     def texts(self, contextual: bool) -> list[str]:
-        return self.ctx_texts if contextual else self.chunks["text"].tolist()
+        return self.ctx_texts if contextual else self.plain_texts
 
     def text_hashes(self, contextual: bool) -> list[str]:
         if contextual not in self._hashes:
@@ -109,8 +109,12 @@ class ChunkIndex:
         return self._bm25[contextual]
 
     @cached_property
+    def plain_texts(self) -> list[str]:
+        return self.chunks["text"].tolist()
+
+    @cached_property
     def ctx_texts(self) -> list[str]:
-        return [contextual_text(h, t) for h, t in zip(self.chunks["heading_path"], self.chunks["text"])]
+        return [contextual_text(h, t) for h, t in zip(self.chunks["heading_path"].tolist(), self.plain_texts)]
 
     @cached_property
     def tiebreak(self) -> np.ndarray:
