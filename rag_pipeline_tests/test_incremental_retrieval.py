@@ -7,7 +7,14 @@ from rag_pipeline.lib.cleaning import clean_note
 from rag_pipeline.lib.embedders import HashingEmbedder
 from rag_pipeline.lib.incremental_retrieval import retrieve_incremental
 from rag_pipeline.lib.lexical import Analyzer, char_ngrams, make_analyzer
-from rag_pipeline.lib.retrievers import RANKERS, ChunkIndex, RetrievalSettings, contextual_text, retrieve
+from rag_pipeline.lib.retrievers import (
+    RANKERS,
+    ChunkIndex,
+    RetrievalSettings,
+    contextual_text,
+    lexical_miss_share,
+    retrieve,
+)
 from rag_pipeline.lib.tokenstore import TokenStore
 
 EVERY = [f"{r}{ctx}{parent}" for r in RANKERS for ctx in ("", "+ctx") for parent in ("", "+parent")]
@@ -84,6 +91,9 @@ def test_incremental_retrieval_equals_a_fresh_build_across_edits(tmp_path, monke
         "top_k",
         lambda v, q, k, t: scored.append(("all", len(q), len(v))) or real_top_k(v, q, k, t),
     )
+    reads: list[int] = []  # texts whose counts are read from the token store
+    real_counts = TokenStore.counts
+    monkeypatch.setattr(TokenStore, "counts", lambda s, t, h: reads.append(len(t)) or real_counts(s, t, h))
 
     notes = {f"n{i:02d}": note(i, WORDS[i]) for i in range(8)}
     chunker = strategy(40)
@@ -96,12 +106,14 @@ def test_incremental_retrieval_equals_a_fresh_build_across_edits(tmp_path, monke
         vectors = EMBEDDER.embed(questions, "query")
         counting.seen.clear()
         scored.clear()
+        reads.clear()
         got = retrieve_incremental(
             index, EVERY, ids, vectors, questions, SETTINGS, cache_dir=tmp_path / "cache", version="v1"
         )
         fresh = index_of(notes, chunker, shuffle=len(tokenized))  # row order must not matter
         expected = retrieve(fresh, EVERY, ids, vectors, questions, SETTINGS)
         pd.testing.assert_frame_equal(got, expected, check_exact=True, obj=what)
+        assert lexical_miss_share(index, questions) == lexical_miss_share(fresh, questions) > 0
         assert set(got["retriever"]) == set(EVERY)
         # a text is tokenized once, ever: only texts no earlier run indexed reach the analyzer
         texts = set(index.chunks["text"]) | set(index.ctx_texts)
@@ -119,6 +131,7 @@ def test_incremental_retrieval_equals_a_fresh_build_across_edits(tmp_path, monke
     assert [w for w, _, _ in scored].count("merge") == 2 and all(
         c == new for w, _, c in scored if w == "merge"
     )
+    assert reads == [new, new]  # BM25 (plain, +ctx) reads the counts of the new texts only
     merged = sum(n for w, n, _ in scored if w == "merge")
     assert merged > 0 and merged + sum(n for w, n, _ in scored if w == "all") == 2 * len(questions)
     notes |= {"n08": note(8, WORDS[8]), "n09": note(4, WORDS[4])}  # n09 copies n04: exact ties
@@ -129,8 +142,10 @@ def test_incremental_retrieval_equals_a_fresh_build_across_edits(tmp_path, monke
     check("question changed")
     chunker = strategy(55)
     check("chunker change")
-    check("no change")
-    assert {w for w, _, _ in scored} <= {"merge"}
+    index = check("no change")
+    assert {w for w, _, _ in scored} <= {"merge"} and reads == []
+    with pytest.raises(ValueError, match="only the columns of the terms it was built for"):
+        index.bm25(False).search(["未知の語"], 3)  # it holds the questions' terms only: no silent zero
 
 
 def test_ties_go_to_the_lower_chunk_id_whatever_the_row_order():

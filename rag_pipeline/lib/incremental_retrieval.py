@@ -5,7 +5,8 @@ pair's cosine score does not depend on the other chunks, so after an edit only t
 are scored and merged into each kept list; a question whose list lost a chunk (or that is new)
 is scored against every chunk again.
 BM25: N, average length and document frequencies change with every edit, so its scores are
-recomputed, vectorized, from term counts cached per text (a text is tokenized once).
+recomputed, vectorized, from each text's length and counts of the questions' terms, kept on
+disk; only new texts' counts are read, from the token store (a text is tokenized once).
 Fusions, `+rerank` and `+parent` are computed from the base lists as in `retrieve`.
 """
 
@@ -20,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rag_pipeline.lib.bm25_cache import question_bm25
 from rag_pipeline.lib.rerank import HttpReranker
 from rag_pipeline.lib.retrieval import best, dense_scores, top_k
 from rag_pipeline.lib.retrievers import (
@@ -61,6 +63,9 @@ def retrieve_incremental(
             path = Path(cache_dir) / f"{name}.parquet"
             base[name] = cached_dense_hits(index, name, query_vectors, query_texts, depth, path, version)
         else:
+            contextual = parse_retriever(name).contextual
+            path = Path(cache_dir) / f"{name}.terms.parquet"
+            index.use_bm25(contextual, question_bm25(index, contextual, tokens, path))
             base[name] = base_hits(index, name, query_vectors, tokens, depth)
     return assemble(index, specs, base, question_ids, query_texts, settings, reranker)
 

@@ -9,10 +9,10 @@ index's identity.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -101,7 +101,7 @@ def term_matrix(terms: pa.ChunkedArray, counts: pa.ChunkedArray) -> tuple[sp.csr
         return sp.csr_matrix((len(indptr) - 1, 0), dtype=np.float32), np.array([], dtype=object)
     unified = pa.chunked_array(flat).unify_dictionaries()
     dictionary = unified.chunk(0).dictionary
-    order = pc.sort_indices(dictionary).to_numpy()
+    order = pc.sort_indices(dictionary).to_numpy().astype(np.int64)
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     columns = rank[np.concatenate([c.indices.to_numpy() for c in unified.chunks])]
@@ -116,23 +116,46 @@ def term_matrix(terms: pa.ChunkedArray, counts: pa.ChunkedArray) -> tuple[sp.csr
 def count_terms(docs: list[list[str]]) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
     """Token lists -> (distinct terms, their counts) list columns, one row per document, terms
     sorted (so the rows of a count matrix come out sorted)."""
-    counters = [sorted(Counter(doc).items()) for doc in docs]
-    terms = pa.chunked_array([pa.array([[t for t, _ in c] for c in counters], pa.list_(pa.string()))])
-    counts = pa.chunked_array([pa.array([[n for _, n in c] for c in counters], pa.list_(pa.int32()))])
-    return terms, counts
+    lengths = np.fromiter((len(d) for d in docs), np.int64, len(docs))
+    encoded = pa.array(list(itertools.chain.from_iterable(docs)), pa.string()).dictionary_encode()
+    vocabulary = max(len(encoded.dictionary), 1)
+    order = pc.sort_indices(encoded.dictionary).to_numpy().astype(np.int64)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    # one key per (document, term) occurrence; unique keys in order are the rows' sorted terms
+    keys = np.repeat(np.arange(len(docs)), lengths) * vocabulary + rank[encoded.indices.to_numpy()]
+    keys, counts = np.unique(keys, return_counts=True)
+    per_doc = np.bincount(keys // vocabulary, minlength=len(docs))
+    offsets = pa.array(np.concatenate([[0], np.cumsum(per_doc)]), pa.int32())
+    terms = encoded.dictionary.take(pa.array(order[keys % vocabulary]))
+    return (
+        pa.chunked_array([pa.ListArray.from_arrays(offsets, terms)]),
+        pa.chunked_array([pa.ListArray.from_arrays(offsets, pa.array(counts, pa.int32()))]),
+    )
 
 
 class BM25:
     """Okapi BM25 over a sparse (documents x vocabulary) term-count matrix; every question is scored
     in one sparse product. Scores are float64 sums taken in vocabulary order, rounded to float32, so
-    a document's score depends only on its counts and the collection's statistics."""
+    a document's score depends only on its counts and the collection's statistics.
 
-    def __init__(self, counts: sp.csr_matrix, vocabulary: np.ndarray, k1: float = 1.2, b: float = 0.75):
+    Given the documents' `lengths`, `counts` may hold only some terms' columns (those of the
+    questions asked): scores are the same, and a query term outside `vocabulary` is an error."""
+
+    def __init__(
+        self,
+        counts: sp.csr_matrix,
+        vocabulary: np.ndarray,
+        k1: float = 1.2,
+        b: float = 0.75,
+        lengths: np.ndarray | None = None,
+    ):
         self.k1, self.b = k1, b
         self.counts, self.vocabulary = counts, vocabulary
         self.n = counts.shape[0]
-        rows = np.repeat(np.arange(self.n), np.diff(counts.indptr))
-        self.lengths = np.bincount(rows, weights=counts.data, minlength=self.n).astype(np.float64)
+        self.partial = lengths is not None
+        # float64 sums of whole numbers: exact
+        self.lengths = np.asarray(lengths, np.float64) if self.partial else counts @ np.ones(counts.shape[1])
         self.avgdl = float(self.lengths.mean()) if self.n and self.lengths.sum() else 1.0
         self.df = np.bincount(counts.indices, minlength=len(vocabulary))
 
@@ -159,6 +182,11 @@ class BM25:
         terms = sorted({t for q in queries for t in q})
         columns = self._columns(terms)
         known = columns >= 0
+        if self.partial and not known.all():
+            missing = [t for t, k in zip(terms, known) if not k]
+            raise ValueError(
+                f"this BM25 holds only the columns of the terms it was built for, not {missing[:5]}"
+            )
         terms, columns = [t for t, k in zip(terms, known) if k], columns[known]
         hits = self.counts[:, columns].tocsr()
         hits.sort_indices()

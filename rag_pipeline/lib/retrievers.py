@@ -108,6 +108,10 @@ class ChunkIndex:
             )
         return self._bm25[contextual]
 
+    def use_bm25(self, contextual: bool, bm25: BM25) -> None:
+        """Score with this BM25 (e.g. one holding only the questions' terms) from now on."""
+        self._bm25[contextual] = bm25
+
     @cached_property
     def plain_texts(self) -> list[str]:
         return self.chunks["text"].tolist()

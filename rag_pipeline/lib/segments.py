@@ -46,9 +46,11 @@ class Segment:
     group_starts: np.ndarray  # first row of each row group
 
     @classmethod
-    def open(cls, path: Path) -> Segment:
+    def open(cls, path: Path, keys: np.ndarray | None = None) -> Segment:
+        """The segment's index, from its `text_hash` column unless the caller has its `keys`."""
         file = pq.ParquetFile(path)
-        keys = keys_of(file.read(columns=["text_hash"]).column(0))
+        if keys is None:
+            keys = keys_of(file.read(columns=["text_hash"]).column(0))
         sizes = [file.metadata.row_group(i).num_rows for i in range(file.num_row_groups)]
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         return cls(path, keys, np.argsort(keys, kind="stable"), starts)
@@ -71,7 +73,9 @@ class Segment:
         for g in np.unique(group):
             sel = np.flatnonzero(group == g)
             table = file.read_row_group(int(g), columns=columns)
-            parts.append((table.take(pa.array(rows[sel] - self.group_starts[g])), sel))
+            local = rows[sel] - self.group_starts[g]
+            whole = len(local) == table.num_rows and (local == np.arange(len(local))).all()
+            parts.append((table if whole else table.take(pa.array(local)), sel))
         return parts
 
 
@@ -138,6 +142,7 @@ class SegmentStore:
                 parts = []
                 for i in np.unique(where):
                     sel = np.flatnonzero(where == i)
+                    sel = sel[np.argsort(rows[sel], kind="stable")]  # row order: whole groups need no take
                     dictionary = [c for c in self.dictionary_columns if c.split(".")[0] in columns]
                     parts += [(t, sel[at]) for t, at in segments[i].take(rows[sel], columns, dictionary)]
                 return parts
@@ -158,7 +163,7 @@ class SegmentStore:
     def _write(self, table: pa.Table) -> None:
         path = self.dir / f"segment-{time.time_ns()}-{os.getpid()}.parquet"
         write_table(table, path, compression=self.compression, row_group_size=self.row_group_size)
-        self._segments[path.name] = Segment.open(path)
+        self._segments[path.name] = Segment.open(path, keys_of(table.column("text_hash")))
 
     def compact(self) -> None:
         """Fold the smallest segments into one, leaving at most MAX_SEGMENTS // 2."""
