@@ -150,4 +150,6 @@ def save_candidates(path: Path, stamp: str, kept: Candidates) -> None:
             "score": pa.array(np.concatenate(scores).astype(np.float32)),
         }
     )
-    write_table(table.replace_schema_metadata({"stamp": stamp}), path)
+    write_table(
+        table.replace_schema_metadata({"stamp": stamp}), path, compression="snappy"
+    )  # rewritten every run

@@ -22,7 +22,7 @@ from rag_pipeline.lib.storage import write_bytes
 class TokenStore(SegmentStore):
     row_group_size = 1024
     dictionary_columns = ("terms.list.element",)
-    batch = 4096  # texts tokenized per segment written: bounds memory, keeps progress
+    batch_chars = 1_000_000  # characters tokenized per segment written: bounds memory, keeps progress
 
     def __init__(self, root: Path, analyzer: Analyzer):
         self.analyzer = analyzer
@@ -38,12 +38,16 @@ class TokenStore(SegmentStore):
         for text, h, found in zip(texts, hashes, self.contains(hashes)):
             if not found:
                 todo.setdefault(h, text)
-        missing = list(todo)
-        for start in range(0, len(missing), self.batch):
-            batch = missing[start : start + self.batch]
-            terms, counts = count_terms([self.analyzer.tokens(todo[h]) for h in batch])
-            self.append(pa.table({"text_hash": batch, "terms": terms, "counts": counts}))
-        return len(missing)
+        batch: list[str] = []
+        size = 0
+        for i, h in enumerate(todo):
+            batch.append(h)
+            size += len(todo[h])
+            if size >= self.batch_chars or i == len(todo) - 1:
+                terms, counts = count_terms([self.analyzer.tokens(todo[b]) for b in batch])
+                self.append(pa.table({"text_hash": batch, "terms": terms, "counts": counts}))
+                batch, size = [], 0
+        return len(todo)
 
     def counts(self, texts: list[str], hashes: list[str] | None = None) -> tuple[sp.csr_matrix, np.ndarray]:
         """(texts x vocabulary) term counts and the sorted vocabulary, tokenizing only new texts
