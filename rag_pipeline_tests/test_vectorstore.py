@@ -41,10 +41,10 @@ def test_versions_do_not_mix_and_compaction_keeps_everything(tmp_path):
     sa = VectorStore(tmp_path, a.embedding_version, a.dim)
     sb = VectorStore(tmp_path, b.embedding_version, b.dim)
     assert sa.dir != sb.dir
-    for i in range(VectorStore.MAX_SEGMENTS + 2):
+    for i in range(3 * VectorStore.FANOUT):
         embed_cached(a, sa, [f"text {i}"], "passage")
-    assert len(list(sa.dir.glob("segment-*.parquet"))) <= VectorStore.MAX_SEGMENTS
-    assert len(VectorStore(tmp_path, a.embedding_version, a.dim)) == VectorStore.MAX_SEGMENTS + 2
+    assert len(list(sa.dir.glob("segment-*.parquet"))) < VectorStore.FANOUT
+    assert len(VectorStore(tmp_path, a.embedding_version, a.dim)) == 3 * VectorStore.FANOUT
     assert len(sb) == 0
 
 
@@ -170,7 +170,7 @@ def test_vectors_are_flushed_every_n_texts_or_every_few_seconds(tmp_path, flush_
 
 @pytest.mark.parametrize("crash_at", ["writing the new segment", "deleting the old ones"])
 def test_a_crash_during_compaction_loses_no_vector(tmp_path, monkeypatch, crash_at):
-    store, hashes, vectors = filled_store(tmp_path, segments=VectorStore.MAX_SEGMENTS, rows=3)
+    store, hashes, vectors = filled_store(tmp_path, segments=VectorStore.FANOUT - 1, rows=3)
 
     def crash(*args, **kwargs):
         raise KeyboardInterrupt("killed")
@@ -181,15 +181,26 @@ def test_a_crash_during_compaction_loses_no_vector(tmp_path, monkeypatch, crash_
     else:
         monkeypatch.setattr(Path, "unlink", crash)
     with pytest.raises(KeyboardInterrupt):
-        store.put(["e" * 32], np.ones((1, 8), np.float32))  # one segment too many: compaction
+        store.put(["e" * 32], np.ones((1, 8), np.float32))  # a full tier of small segments: compaction
     monkeypatch.undo()
     reopened = VectorStore(tmp_path, "test-version", 8)
     assert len(reopened) == len(hashes) + 1
     assert np.array_equal(reopened.vectors(hashes), vectors)
-    merged = VectorStore.MAX_SEGMENTS // 2 + 1
-    assert len(list(reopened.dir.glob("segment-*.parquet"))) == VectorStore.MAX_SEGMENTS + 1 + (
-        crash_at == "deleting the old ones"
-    )
+    written = len(list(reopened.dir.glob("segment-*.parquet")))
+    assert written == VectorStore.FANOUT + (crash_at == "deleting the old ones")  # nothing was deleted
     reopened.compact()  # a later compaction folds the duplicates away
-    assert len(list(reopened.dir.glob("segment-*.parquet"))) <= merged
+    assert len(list(reopened.dir.glob("segment-*.parquet"))) < VectorStore.FANOUT
     assert np.array_equal(VectorStore(tmp_path, "test-version", 8).vectors(hashes), vectors)
+
+
+def test_compaction_folds_a_full_tier_of_small_segments_and_leaves_large_ones(tmp_path, monkeypatch):
+    monkeypatch.setattr(VectorStore, "merge_bytes", 4096)
+    store, hashes, vectors = filled_store(tmp_path, segments=2, rows=200)  # over 4096 bytes each
+    large = sorted(store.dir.glob("segment-*.parquet"))
+    small = [f"a{i:031x}" for i in range(VectorStore.FANOUT)]
+    for h in small:
+        store.put([h], np.ones((1, 8), np.float32))
+    files = sorted(store.dir.glob("segment-*.parquet"))
+    assert len(files) == 3 and files[:2] == large  # the small ones became one, the large stayed
+    assert np.array_equal(VectorStore(tmp_path, "test-version", 8).vectors(hashes), vectors)
+    assert VectorStore(tmp_path, "test-version", 8).contains(small).all()

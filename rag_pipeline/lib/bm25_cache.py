@@ -112,4 +112,6 @@ def save_columns(path: Path, stamp: str, columns: Columns) -> None:
         }
     )
     metadata = {"stamp": stamp, "terms": json.dumps(columns.terms, ensure_ascii=False)}
-    write_table(table.replace_schema_metadata(metadata), path, compression="snappy")  # rewritten on each change
+    write_table(
+        table.replace_schema_metadata(metadata), path, compression="snappy"
+    )  # rewritten on each change

@@ -2,13 +2,15 @@
 
 Every write is a new segment written atomically. A store never loads its rows all at once: it
 indexes each segment by reading its `text_hash` column alone, and reads only the row groups
-holding the rows asked for. Compaction folds the smallest segments into one; the new segment
+holding the rows asked for. Compaction folds segments of similar size into one (size-tiered, so
+frequent small flushes stay cheap) and never touches segments past `merge_bytes`; the new segment
 lands before the old ones go, so a crash leaves duplicates (harmless), never a loss.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -44,6 +46,7 @@ class Segment:
     keys: np.ndarray  # hashes in row order
     order: np.ndarray  # argsort of keys
     group_starts: np.ndarray  # first row of each row group
+    size: int  # bytes on disk
 
     @classmethod
     def open(cls, path: Path, keys: np.ndarray | None = None) -> Segment:
@@ -53,7 +56,7 @@ class Segment:
             keys = keys_of(file.read(columns=["text_hash"]).column(0))
         sizes = [file.metadata.row_group(i).num_rows for i in range(file.num_row_groups)]
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        return cls(path, keys, np.argsort(keys, kind="stable"), starts)
+        return cls(path, keys, np.argsort(keys, kind="stable"), starts, path.stat().st_size)
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """Row of each key, -1 where absent."""
@@ -80,10 +83,11 @@ class Segment:
 
 
 class SegmentStore:
-    MAX_SEGMENTS = 32
+    FANOUT = 8  # segments of one size tier folded into one: a row is rewritten about log8(n) times
+    merge_bytes = 32 << 20  # a segment this large is never merged again: bounds a merge's memory
     row_group_size = 2048
     dictionary_columns: tuple[str, ...] = ()  # read as dictionary arrays
-    compression = "zstd"
+    write_options: dict = {"compression": "zstd", "write_statistics": False}  # nothing filters on them
 
     def __init__(self, directory: Path):
         self.dir = Path(directory)
@@ -153,32 +157,38 @@ class SegmentStore:
         raise AssertionError("unreachable")
 
     def append(self, table: pa.Table) -> None:
-        """A new segment of `table` (with a `text_hash` column); compacts when there are too many."""
+        """A new segment of `table` (with a `text_hash` column), then compaction."""
         if not table.num_rows:
             return
         self._write(table)
-        if len(self._segments) > self.MAX_SEGMENTS:
-            self.compact()
+        self.compact()
 
     def _write(self, table: pa.Table) -> None:
         path = self.dir / f"segment-{time.time_ns()}-{os.getpid()}.parquet"
-        write_table(table, path, compression=self.compression, row_group_size=self.row_group_size)
+        write_table(table, path, row_group_size=self.row_group_size, **self.write_options)
         self._segments[path.name] = Segment.open(path, keys_of(table.column("text_hash")))
 
     def compact(self) -> None:
-        """Fold the smallest segments into one, leaving at most MAX_SEGMENTS // 2."""
+        """Fold every FANOUT segments of one size tier (a power of FANOUT bytes) into one."""
         self.refresh()
-        by_size = sorted(self._segments.values(), key=lambda s: len(s.keys))
-        victims = by_size[: len(by_size) - self.MAX_SEGMENTS // 2 + 1]
-        if len(victims) < 2:
-            return
+        while True:
+            tiers: dict[int, list[Segment]] = {}
+            for segment in self._segments.values():
+                if segment.size < self.merge_bytes:
+                    tiers.setdefault(int(math.log(max(segment.size, 1), self.FANOUT)), []).append(segment)
+            full = [group for group in tiers.values() if len(group) >= self.FANOUT]
+            if not full or not self._merge(full[0]):
+                return
+
+    def _merge(self, victims: list[Segment]) -> bool:
         try:
             table = pa.concat_tables([pq.read_table(s.path) for s in victims])
         except FileNotFoundError:  # another process is compacting them
-            return
+            return False
         # one row per hash, in the order written (rows of one write stay together)
         _, first = np.unique(keys_of(table.column("text_hash")), return_index=True)
         self._write(table.take(pa.array(np.sort(first))))
-        for segment in victims:
+        for segment in victims:  # only once the new segment has landed
             segment.path.unlink(missing_ok=True)
-        self.refresh()
+            self._segments.pop(segment.path.name, None)
+        return True

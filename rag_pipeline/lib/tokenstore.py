@@ -21,6 +21,7 @@ from rag_pipeline.lib.storage import write_bytes
 
 class TokenStore(SegmentStore):
     row_group_size = 1024
+    merge_bytes = 8 << 20  # compressed term lists: a merge holds several times this in memory
     dictionary_columns = ("terms.list.element",)
     batch_chars = 1_000_000  # characters tokenized per segment written: bounds memory, keeps progress
 

@@ -25,7 +25,8 @@ Progress = Callable[[int, int], None]
 
 
 class VectorStore(SegmentStore):
-    compression = "none"  # float vectors barely compress, and a flush should be cheap
+    # float vectors barely compress, and a flush (every 64 texts) should be cheap
+    write_options = {"compression": "none", "use_dictionary": False, "write_statistics": False}
 
     def __init__(self, root: Path, embedding_version: str, dim: int):
         self.embedding_version = embedding_version
