@@ -10,7 +10,6 @@ index's identity.
 from __future__ import annotations
 
 import itertools
-import math
 import re
 import unicodedata
 from collections.abc import Callable
@@ -170,13 +169,6 @@ class BM25:
         at = np.minimum(np.searchsorted(self.vocabulary, terms), len(self.vocabulary) - 1)
         return np.where(self.vocabulary[at] == np.asarray(terms, dtype=object), at, -1)
 
-    def idf(self, term: str) -> float:
-        column = self._columns([term])[0]
-        if column < 0:
-            raise KeyError(term)
-        df = self.df[column]
-        return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
-
     def score_matrix(self, queries: list[list[str]]) -> np.ndarray:
         """(documents, queries) float32 scores; each distinct query term counts once."""
         terms = sorted({t for q in queries for t in q})
@@ -206,9 +198,6 @@ class BM25:
             out[:, start : start + len(block)] = hits @ present
         return out
 
-    def scores(self, query: list[str]) -> np.ndarray:
-        return self.score_matrix([query])[:, 0]
-
     def search_many(
         self, queries: list[list[str]], k: int, tiebreak: np.ndarray | None = None
     ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -221,5 +210,7 @@ class BM25:
             out.append((positions, column[positions]))
         return out
 
-    def search(self, query: list[str], k: int, tiebreak: np.ndarray | None = None):
+    def search(
+        self, query: list[str], k: int, tiebreak: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         return self.search_many([query], k, tiebreak)[0]
