@@ -50,8 +50,9 @@ def retrieve_incremental(
     cache_dir: Path,
     version: str,
 ) -> pd.DataFrame:
-    """What `retrieve` returns, reusing the dense candidate lists kept under `cache_dir` from the
-    last run. `version` names what the query and chunk vectors depend on (the embedding_version)."""
+    """What `retrieve` returns, reusing what the last run kept under `cache_dir` (dense candidate
+    lists, BM25's lengths and question-term columns; one directory per strategy). `version` names
+    what the query and chunk vectors depend on (the embedding_version)."""
     specs, bases = plan(retrievers)
     depth = max(settings.depth, settings.candidate_k)
     tokens = (
@@ -87,6 +88,7 @@ def cached_dense_hits(
     path: Path,
     version: str,
 ) -> list[Hits]:
+    """Each question's top `depth` chunks by cosine, from the lists kept at `path` and the new chunks."""
     vectors = dense_vectors(index, name)
     hashes = index.text_hashes(parse_retriever(name).contextual)
     members = pd.Index([f"{c}:{h}" for c, h in zip(index.chunks["chunk_id"].tolist(), hashes)], dtype=object)
