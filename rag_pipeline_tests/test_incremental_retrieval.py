@@ -78,7 +78,6 @@ class Counting:
 def test_incremental_retrieval_equals_a_fresh_build_across_edits(tmp_path, monkeypatch):
     counting = Counting()
     analyzer = Analyzer("char", "char-counted-v1", counting.tokens)
-    tokens = TokenStore(tmp_path / "tokens", analyzer)
     scored: list[tuple[str, int, int]] = []  # (what, questions, chunks) of every dense scoring
     real_scores, real_top_k = incremental_retrieval.dense_scores, incremental_retrieval.top_k
     monkeypatch.setattr(
@@ -101,7 +100,8 @@ def test_incremental_retrieval_equals_a_fresh_build_across_edits(tmp_path, monke
     tokenized: set[str] = set()
 
     def check(what: str) -> ChunkIndex:
-        index = index_of(notes, chunker, analyzer=analyzer, token_store=tokens)
+        store = TokenStore(tmp_path / "tokens", analyzer)  # opened anew, as by a new run
+        index = index_of(notes, chunker, analyzer=analyzer, token_store=store)
         ids = [f"q{i}" for i in range(len(questions))]
         vectors = EMBEDDER.embed(questions, "query")
         counting.seen.clear()
@@ -166,7 +166,7 @@ def test_ties_go_to_the_lower_chunk_id_whatever_the_row_order():
 def test_other_inputs_or_a_lost_cache_mean_a_full_recompute(tmp_path, change):
     index = index_of({f"n{i}": note(i, WORDS[i]) for i in range(3)}, strategy(40))
     vectors = EMBEDDER.embed(QUESTIONS, "query")
-    args = (index, ["dense"], list(map(str, range(len(QUESTIONS)))), vectors, QUESTIONS, SETTINGS)
+    args = (index, ["dense", "bm25+ctx"], list(map(str, range(len(QUESTIONS)))), vectors, QUESTIONS, SETTINGS)
     retrieve_incremental(*args, cache_dir=tmp_path, version="v1")
     # lists kept for other vectors must not be merged with: fake a run with others' scores
     kept = incremental_retrieval.load_candidates(tmp_path / "dense.parquet", stamp := stamp_of("v1"))
