@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -138,6 +139,13 @@ def test_incremental_retrieval_equals_a_fresh_build_across_edits(tmp_path, monke
     check("notes added")
     del notes["n04"], notes["n01"]
     check("notes deleted")
+    assert {w for w, _, _ in scored} == {"merge"}  # the lists kept enough survivors
+    kept_notes = dict(notes)
+    notes = {n: notes[n] for n in ["n00", "n05", "n09"]}
+    check("most notes deleted")
+    assert "all" in {w for w, _, _ in scored}  # lists that lost over half: searched again
+    notes = kept_notes | {"n10": note(10, WORDS[0])}
+    check("notes back")
     questions[1] = "40P05 のエラー"
     check("question changed")
     chunker = strategy(55)
@@ -181,4 +189,36 @@ def test_other_inputs_or_a_lost_cache_mean_a_full_recompute(tmp_path, change):
 
 
 def stamp_of(version: str) -> str:
-    return incremental_retrieval.cache_stamp("dense", version, SETTINGS.depth)
+    return incremental_retrieval.cache_stamp("dense", version, incremental_retrieval.KEEP * SETTINGS.depth)
+
+
+def test_a_kept_list_is_trusted_only_down_to_its_last_survivor(tmp_path):
+    """Lists keep 2 x depth chunks; after a loss, a new chunk merged below the last survivor may
+    rank below chunks the list never held, and must not be kept as if it did not."""
+    settings = RetrievalSettings(candidate_k=1, depth=1, rerank_k=1, context_k=1)  # lists of 2
+    cosine = {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.6, "e": 0.5, "f": 0.4, "n": 0.45}
+
+    def run(ids: list[str]) -> None:
+        chunks = pd.DataFrame(
+            {
+                "chunk_id": ids,
+                "note": ids,
+                "start": 0,
+                "end": 1,
+                "n_chars": 1,
+                "heading_path": "h",
+                "parent_id": ids,
+                "parent_start": 0,
+                "parent_end": 1,
+                "text": ids,
+            }
+        )
+        vectors = np.array([[cosine[i], np.sqrt(1 - cosine[i] ** 2)] for i in ids], np.float32)
+        index = ChunkIndex(chunks, vectors, make_analyzer("char"))
+        args = (index, ["dense"], ["q"], np.array([[1, 0]], np.float32), ["q"], settings)
+        got = retrieve_incremental(*args, cache_dir=tmp_path, version="v1")
+        pd.testing.assert_frame_equal(got, retrieve(*args))
+
+    run(["a", "b", "c", "d", "e", "f"])  # kept: a, b
+    run(["b", "c", "d", "e", "f", "n"])  # a gone, n new: c, d, e rank between b and n
+    run(["c", "d", "e", "f", "n"])  # b gone: the answer is c, which the list never held

@@ -1,9 +1,10 @@
 """Retrieval that costs what changed, with results equal to a from-scratch `retrieve`.
 
-Dense: each question's top `depth` chunks are kept on disk with the set of chunks scored. A
-pair's cosine score does not depend on the other chunks, so after an edit only the new chunks
-are scored and merged into each kept list; a question whose list lost a chunk (or that is new)
-is scored against every chunk again.
+Dense: each question's top 2 x `depth` chunks are kept on disk with the set of chunks scored.
+A pair's cosine score does not depend on the other chunks, so after an edit only the new chunks
+are scored and merged into each kept list: a chunk left out of a list ranks below all of it, so
+the list's survivors plus the new chunks give the exact ranking down to its last survivor. A
+question that lost more than half its list (or that is new) is scored against every chunk again.
 BM25: N, average length and document frequencies change with every edit, so its scores are
 recomputed, vectorized, from each text's length and counts of the questions' terms, kept on
 disk; only new texts' counts are read, from the token store (a text is tokenized once).
@@ -79,6 +80,9 @@ class Candidates:
     lists: dict[str, tuple[np.ndarray, np.ndarray]]
 
 
+KEEP = 2  # lists keep KEEP x depth chunks: a question is searched again only when over half its list went
+
+
 def cached_dense_hits(
     index: ChunkIndex,
     name: str,
@@ -92,37 +96,47 @@ def cached_dense_hits(
     vectors = dense_vectors(index, name)
     hashes = index.text_hashes(parse_retriever(name).contextual)
     members = pd.Index([f"{c}:{h}" for c, h in zip(index.chunks["chunk_id"].tolist(), hashes)], dtype=object)
-    stamp = cache_stamp(name, version, depth)
+    keep = KEEP * depth
+    stamp = cache_stamp(name, version, keep)
     kept = load_candidates(path, stamp)
     new = np.flatnonzero(~members.isin(kept.scored)) if kept is not None else np.arange(len(members))
     questions = [text_hash(q) for q in query_texts]
     found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    merge: list[tuple[int, np.ndarray, np.ndarray]] = []
+    merge: list[tuple[int, np.ndarray, np.ndarray, bool]] = []
     for qi, key in enumerate(questions):
         if kept is not None and key in kept.lists:
             ids, scores = kept.lists[key]
             at = members.get_indexer(ids)
-            if (at >= 0).all():  # nothing it ranked has gone: its list plus the new chunks decide
-                merge.append((qi, at, scores))
+            alive = at >= 0
+            complete = len(ids) == len(kept.scored)  # it held every chunk scored
+            if complete or alive.sum() >= depth:
+                merge.append((qi, at[alive], scores[alive], complete))
     if merge:
-        fresh = dense_scores(vectors[new], query_vectors[[qi for qi, _, _ in merge]])
-        for row, (qi, at, scores) in enumerate(merge):
+        fresh = dense_scores(vectors[new], query_vectors[[qi for qi, *_ in merge]])
+        for row, (qi, at, scores, complete) in enumerate(merge):
             candidates = np.concatenate([at, new])
             joined = np.concatenate([scores, fresh[row]])
-            order = best(joined, depth, index.tiebreak[candidates])
-            found[qi] = (candidates[order], joined[order])
+            order = best(joined, len(candidates), index.tiebreak[candidates])
+            if not complete:
+                # a chunk left out of the kept list ranks below every survivor of it: the ranking
+                # is known down to the last survivor
+                order = order[: np.flatnonzero(order < len(at))[-1] + 1]
+            found[qi] = (candidates[order[:keep]], joined[order[:keep]])
     again = [qi for qi in range(len(questions)) if qi not in found]
     if again:
-        positions, scores = top_k(vectors, query_vectors[again], depth, index.tiebreak)
+        positions, scores = top_k(vectors, query_vectors[again], keep, index.tiebreak)
         found |= {qi: (p, s) for qi, p, s in zip(again, positions, scores)}
     lists = {questions[qi]: (members[p].to_numpy(), s) for qi, (p, s) in found.items()}
     save_candidates(path, stamp, Candidates(members, lists))
-    return [list(zip(found[qi][0].tolist(), found[qi][1].tolist())) for qi in range(len(questions))]
+    return [
+        list(zip(found[qi][0][:depth].tolist(), found[qi][1][:depth].tolist()))
+        for qi in range(len(questions))
+    ]
 
 
-def cache_stamp(name: str, version: str, depth: int) -> str:
+def cache_stamp(name: str, version: str, keep: int) -> str:
     """What kept lists depend on besides the chunks and question texts they are keyed by."""
-    return json.dumps({"retriever": name, "version": version, "depth": depth}, sort_keys=True)
+    return json.dumps({"retriever": name, "version": version, "keep": keep}, sort_keys=True)
 
 
 def load_candidates(path: Path, stamp: str) -> Candidates | None:
