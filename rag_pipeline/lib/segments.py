@@ -93,13 +93,19 @@ class SegmentStore:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self._segments: dict[str, Segment] = {}
-        self.refresh()
+        self._indexed = False  # the index is read on first use: a run that needs no row reads nothing
+
+    def _index(self) -> dict[str, Segment]:
+        if not self._indexed:
+            self.refresh()
+        return self._segments
 
     def _paths(self) -> list[Path]:
         return sorted(self.dir.glob("segment-*.parquet"))
 
     def refresh(self) -> None:
         """Index segments written since (by this process or another), forget those compacted away."""
+        self._indexed = True
         paths = self._paths()
         names = {p.name for p in paths}
         self._segments = {n: s for n, s in self._segments.items() if n in names}
@@ -112,14 +118,14 @@ class SegmentStore:
 
     def hashes(self) -> list[str]:
         """Every hash stored, once."""
-        keys = [s.keys for s in self._segments.values()]
+        keys = [s.keys for s in self._index().values()]
         return np.unique(np.concatenate(keys)).astype(str).tolist() if keys else []
 
     def __len__(self) -> int:
         return len(self.hashes())
 
     def _locate(self, keys: np.ndarray) -> tuple[list[Segment], np.ndarray, np.ndarray]:
-        segments = list(self._segments.values())
+        segments = list(self._index().values())
         where = np.full(len(keys), -1, np.int64)
         rows = np.zeros(len(keys), np.int64)
         for i, segment in enumerate(segments):
