@@ -1,9 +1,12 @@
+import math
+
 import numpy as np
 import pytest
 
 from rag_pipeline.lib.fusion import normalized, rrf, score_fusion
 from rag_pipeline.lib.lexical import BM25, char_ngrams, make_analyzer
 from rag_pipeline.lib.metrics import paired_randomization
+from rag_pipeline.lib.tokenstore import TokenStore
 
 DOCS = [
     "デッドロックを検出すると PostgreSQL は SQLSTATE 40P01 を返します。",
@@ -22,7 +25,7 @@ def test_char_ngrams_split_japanese_and_keep_identifiers():
 @pytest.mark.parametrize("analyzer", ["char", "sudachi"])
 def test_bm25_finds_japanese_paraphrase_words_and_error_codes(analyzer):
     a = make_analyzer(analyzer)
-    index = BM25([a.tokens(d) for d in DOCS])
+    index = BM25.from_tokens([a.tokens(d) for d in DOCS])
     assert index.search(a.tokens("40P01 というエラーコード"), 3)[0][0] == 0
     assert index.search(a.tokens("圧縮が効く理由"), 3)[0][0] == 1
     assert index.search(a.tokens("handshake"), 3)[0][0] == 2
@@ -31,12 +34,47 @@ def test_bm25_finds_japanese_paraphrase_words_and_error_codes(analyzer):
     assert a.version and a.version != make_analyzer("char" if analyzer == "sudachi" else "sudachi").version
 
 
-def test_bm25_scores_by_hand():
-    index = BM25([["a", "b"], ["a", "a", "c"], ["c"]], k1=1.2, b=0.75)
-    idf_b = np.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
-    avgdl = 2.0
-    expected = idf_b * 1 * 2.2 / (1 + 1.2 * (1 - 0.75 + 0.75 * 2 / avgdl))
-    assert index.scores(["b"])[0] == pytest.approx(expected, rel=1e-6)
+def hand_bm25(docs: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
+    """BM25 as written in the textbook, one document and one distinct query term at a time."""
+    avgdl = sum(map(len, docs)) / len(docs)
+    scores = []
+    for doc in docs:
+        score = 0.0
+        for term in set(query):
+            df = sum(term in d for d in docs)
+            if df:
+                idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+                tf = doc.count(term)
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+        scores.append(score)
+    return scores
+
+
+def test_sparse_bm25_equals_bm25_by_hand():
+    docs = [["a", "b"], ["a", "a", "c"], ["c"], ["b", "a"], ["d", "d", "d", "e"]]
+    queries = [["b"], ["a", "c", "a"], ["c", "zzz"], ["zzz"], ["e", "d", "a", "b"]]
+    index = BM25.from_tokens(docs, k1=1.2, b=0.75)
+    matrix = index.score_matrix(queries)
+    assert matrix.shape == (5, 5) and matrix.dtype == np.float32
+    for j, query in enumerate(queries):
+        assert matrix[:, j] == pytest.approx(hand_bm25(docs, query), rel=1e-6)
+    # only positive scores are results; docs 0 and 3 tie on "b" and are ordered by the tiebreak rank
+    positions, scores = index.search(["b"], 5)
+    assert positions.tolist() == [0, 3] and scores[0] == scores[1] > 0
+    assert index.search(["b"], 5, tiebreak=np.array([4, 3, 2, 1, 0]))[0].tolist() == [3, 0]
+    assert len(index.search(["zzz"], 5)[0]) == 0
+
+
+def test_term_counts_from_the_token_store_equal_counting_in_memory(tmp_path):
+    analyzer = make_analyzer("char")
+    texts = [*DOCS, DOCS[0], "", "短い"]
+    stored = TokenStore(tmp_path, analyzer).bm25(texts)
+    direct = BM25.from_tokens([analyzer.tokens(t) for t in texts])
+    assert (
+        stored.counts != direct.counts
+    ).nnz == 0 and stored.vocabulary.tolist() == direct.vocabulary.tolist()
+    queries = [analyzer.tokens(q) for q in ("40P01 のエラー", "圧縮", "handshake")]
+    assert np.array_equal(stored.score_matrix(queries), direct.score_matrix(queries))
 
 
 def test_rrf_by_hand():

@@ -1,6 +1,10 @@
+from pathlib import Path
+
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
+from rag_pipeline.lib import segments
 from rag_pipeline.lib.embedders import Embedder, EmbeddingError, HashingEmbedder
 from rag_pipeline.lib.vectorstore import VectorStore, embed_cached
 
@@ -37,10 +41,10 @@ def test_versions_do_not_mix_and_compaction_keeps_everything(tmp_path):
     sa = VectorStore(tmp_path, a.embedding_version, a.dim)
     sb = VectorStore(tmp_path, b.embedding_version, b.dim)
     assert sa.dir != sb.dir
-    for i in range(VectorStore.MAX_SEGMENTS + 2):
+    for i in range(3 * VectorStore.FANOUT):
         embed_cached(a, sa, [f"text {i}"], "passage")
-    assert len(list(sa.dir.glob("segment-*.parquet"))) <= VectorStore.MAX_SEGMENTS
-    assert len(VectorStore(tmp_path, a.embedding_version, a.dim)) == VectorStore.MAX_SEGMENTS + 2
+    assert len(list(sa.dir.glob("segment-*.parquet"))) < VectorStore.FANOUT
+    assert len(VectorStore(tmp_path, a.embedding_version, a.dim)) == 3 * VectorStore.FANOUT
     assert len(sb) == 0
 
 
@@ -96,3 +100,108 @@ def test_an_interrupted_run_resumes_without_re_embedding_what_was_flushed(tmp_pa
         resumed, VectorStore(tmp_path, resumed.embedding_version, resumed.dim), texts, "passage"
     )
     assert embedded == 5 and resumed.seen == texts[5:]
+
+
+def filled_store(tmp_path, segments: int, rows: int) -> tuple[VectorStore, list[str], np.ndarray]:
+    store = VectorStore(tmp_path, "test-version", 8)
+    hashes = [f"{i:032x}" for i in range(segments * rows)]
+    vectors = np.random.default_rng(0).standard_normal((len(hashes), 8)).astype(np.float32)
+    for s in range(segments):
+        store.put(hashes[s * rows : (s + 1) * rows], vectors[s * rows : (s + 1) * rows])
+    return store, hashes, vectors
+
+
+def test_the_store_reads_its_index_and_the_row_groups_asked_for_never_every_vector(tmp_path, monkeypatch):
+    monkeypatch.setattr(VectorStore, "row_group_size", 100)
+    _, hashes, vectors = filled_store(tmp_path, segments=3, rows=1000)
+    reads: list[tuple[str, tuple]] = []
+    real_read, real_group = pq.ParquetFile.read, pq.ParquetFile.read_row_group
+    monkeypatch.setattr(pq, "read_table", None)  # nothing may load a whole segment
+    monkeypatch.setattr(
+        pq.ParquetFile,
+        "read",
+        lambda f, columns: reads.append(("read", tuple(columns))) or real_read(f, columns),
+    )
+    monkeypatch.setattr(
+        pq.ParquetFile,
+        "read_row_group",
+        lambda f, i, columns: (
+            reads.append((f"group {i}", tuple(columns))) or real_group(f, i, columns=columns)
+        ),
+    )
+    store = VectorStore(tmp_path, "test-version", 8)
+    assert reads == []  # opening reads nothing; the first look-up reads the index
+    asked = [hashes[5], hashes[1999], hashes[2950], hashes[2999], "f" * 32]
+    assert store.contains(asked).tolist() == [True, True, True, True, False]
+    assert reads == [("read", ("text_hash",))] * 3  # the index: one column of each segment
+    reads.clear()
+    assert np.array_equal(store.vectors(asked[:4]), vectors[[5, 1999, 2950, 2999]])
+    # of 10 row groups of 100 in each segment, the one holding rows asked for (5; 999; 950 and 999)
+    assert sorted(reads) == [("group 0", ("vector",))] + [("group 9", ("vector",))] * 2
+    with pytest.raises(KeyError, match="1 texts not in"):
+        store.vectors(asked)
+
+
+class Clock:
+    def __init__(self, step: float):
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("flush_every", "clock", "flushes"),
+    [(4, Clock(0.0), [4, 4, 2]), (1000, Clock(4.0), [3, 3, 3, 1])],  # by count; by time (10 s, 4 s a batch)
+)
+def test_vectors_are_flushed_every_n_texts_or_every_few_seconds(tmp_path, flush_every, clock, flushes):
+    emb = HashingEmbedder(dim=16)
+    store = VectorStore(tmp_path, emb.embedding_version, emb.dim)
+    sizes: list[int] = []
+    real_put = store.put
+    store.put = lambda hashes, vectors: sizes.append(len(hashes)) or real_put(hashes, vectors)
+    texts = [f"text {i}" for i in range(10)]
+    embed_cached(
+        emb, store, texts, "passage", batch_size=1, flush_every=flush_every, flush_seconds=10.0, clock=clock
+    )
+    assert sizes == flushes
+    assert len(VectorStore(tmp_path, emb.embedding_version, emb.dim)) == 10
+
+
+@pytest.mark.parametrize("crash_at", ["writing the new segment", "deleting the old ones"])
+def test_a_crash_during_compaction_loses_no_vector(tmp_path, monkeypatch, crash_at):
+    store, hashes, vectors = filled_store(tmp_path, segments=VectorStore.FANOUT - 1, rows=3)
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt("killed")
+
+    if crash_at == "writing the new segment":  # the put's own segment is written, compaction's is not
+        writes = iter([segments.write_table, crash])
+        monkeypatch.setattr(segments, "write_table", lambda *a, **k: next(writes)(*a, **k))
+    else:
+        monkeypatch.setattr(Path, "unlink", crash)
+    with pytest.raises(KeyboardInterrupt):
+        store.put(["e" * 32], np.ones((1, 8), np.float32))  # a full tier of small segments: compaction
+    monkeypatch.undo()
+    reopened = VectorStore(tmp_path, "test-version", 8)
+    assert len(reopened) == len(hashes) + 1
+    assert np.array_equal(reopened.vectors(hashes), vectors)
+    written = len(list(reopened.dir.glob("segment-*.parquet")))
+    assert written == VectorStore.FANOUT + (crash_at == "deleting the old ones")  # nothing was deleted
+    reopened.compact()  # a later compaction folds the duplicates away
+    assert len(list(reopened.dir.glob("segment-*.parquet"))) < VectorStore.FANOUT
+    assert np.array_equal(VectorStore(tmp_path, "test-version", 8).vectors(hashes), vectors)
+
+
+def test_compaction_folds_a_full_tier_of_small_segments_and_leaves_large_ones(tmp_path, monkeypatch):
+    monkeypatch.setattr(VectorStore, "merge_bytes", 4096)
+    store, hashes, vectors = filled_store(tmp_path, segments=2, rows=200)  # over 4096 bytes each
+    large = sorted(store.dir.glob("segment-*.parquet"))
+    small = [f"a{i:031x}" for i in range(VectorStore.FANOUT)]
+    for h in small:
+        store.put([h], np.ones((1, 8), np.float32))
+    files = sorted(store.dir.glob("segment-*.parquet"))
+    assert len(files) == 3 and files[:2] == large  # the small ones became one, the large stayed
+    assert np.array_equal(VectorStore(tmp_path, "test-version", 8).vectors(hashes), vectors)
+    assert VectorStore(tmp_path, "test-version", 8).contains(small).all()

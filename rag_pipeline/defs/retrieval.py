@@ -8,11 +8,13 @@ from rag_pipeline.defs.io import forward_logs, versioned
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.embedders import progress_reporter
+from rag_pipeline.lib.incremental_retrieval import retrieve_incremental
 from rag_pipeline.lib.lexical import make_analyzer
 from rag_pipeline.lib.metrics import relevant_column
 from rag_pipeline.lib.questions import questions_from_frame, usable
-from rag_pipeline.lib.retrievers import ChunkIndex, lexical_miss_share, retrieve
+from rag_pipeline.lib.retrievers import ChunkIndex, lexical_miss_share
 from rag_pipeline.lib.storage import vector_matrix
+from rag_pipeline.lib.tokenstore import TokenStore
 from rag_pipeline.lib.vectorstore import embed_cached
 
 
@@ -22,7 +24,7 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
     @dg.asset(
         name=name,
         group_name="retrieval",
-        code_version="retrieval-v2",
+        code_version="retrieval-v3",
         kinds={"numpy", "parquet"},
         ins={"chunks": dg.AssetIn(f"chunks_{strategy.key}")},
         deps=[f"embeddings_{strategy.key}"],
@@ -65,6 +67,7 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
             vectors=vector_matrix(table.column("vector"), model.dim),
             ctx_vectors=vector_matrix(table.column("vector_ctx"), model.dim) if contextual else None,
             analyzer=analyzer,
+            token_store=TokenStore(store.path("tokens"), analyzer),
         )
         query_texts = questions["q"].tolist()
         with forward_logs(context):
@@ -77,7 +80,7 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
                 batch_size=embedder.batch_size,
                 progress=progress_reporter(context.log.info, f"{name} questions"),
             )
-        frame = retrieve(
+        frame = retrieve_incremental(
             index,
             retrieval.retrievers,
             questions["question_id"].tolist(),
@@ -85,6 +88,8 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
             query_texts,
             retrieval.settings(),
             retrieval.reranker(),
+            cache_dir=store.path("candidates", strategy.name),
+            version=model.embedding_version,
         )
         _, spans = questions_from_frame(questions)
         frame["n_relevant"] = relevant_column(frame, spans, chunks)

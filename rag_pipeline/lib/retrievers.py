@@ -22,6 +22,8 @@ from rag_pipeline.lib.fusion import rrf, score_fusion
 from rag_pipeline.lib.lexical import BM25, Analyzer
 from rag_pipeline.lib.rerank import HttpReranker
 from rag_pipeline.lib.retrieval import top_k
+from rag_pipeline.lib.segments import text_hash
+from rag_pipeline.lib.tokenstore import TokenStore
 
 RANKERS = ("dense", "bm25", "rrf", "minmax", "zscore")
 FUSIONS = ("rrf", "minmax", "zscore")
@@ -77,23 +79,55 @@ def contextual_text(heading_path: str, text: str) -> str:
 @dataclass
 class ChunkIndex:
     """One strategy's chunks (chunk_id, note, start, end, n_chars, heading_path, parent_*, text)
-    with their passage vectors (plain and, when built, contextual)."""
+    with their passage vectors (plain and, when built, contextual). With a `token_store`, BM25 is
+    built from cached term counts, tokenizing only texts never seen before."""
 
     chunks: pd.DataFrame
     vectors: np.ndarray
     analyzer: Analyzer
     ctx_vectors: np.ndarray | None = None
+    token_store: TokenStore | None = None
     _bm25: dict[bool, BM25] = field(default_factory=dict)
+    _hashes: dict[bool, list[str]] = field(default_factory=dict)
+
+    def texts(self, contextual: bool) -> list[str]:
+        return self.ctx_texts if contextual else self.plain_texts
+
+    def text_hashes(self, contextual: bool) -> list[str]:
+        if contextual not in self._hashes:
+            self._hashes[contextual] = [text_hash(t) for t in self.texts(contextual)]
+        return self._hashes[contextual]
 
     def bm25(self, contextual: bool) -> BM25:
         if contextual not in self._bm25:
-            texts = self.ctx_texts if contextual else self.chunks["text"].tolist()
-            self._bm25[contextual] = BM25([self.analyzer.tokens(t) for t in texts])
+            texts = self.texts(contextual)
+            self._bm25[contextual] = (
+                self.token_store.bm25(texts, self.text_hashes(contextual))
+                if self.token_store is not None
+                else BM25.from_tokens([self.analyzer.tokens(t) for t in texts])
+            )
         return self._bm25[contextual]
+
+    def use_bm25(self, contextual: bool, bm25: BM25) -> None:
+        """Score with this BM25 (e.g. one holding only the questions' terms) from now on."""
+        self._bm25[contextual] = bm25
+
+    @cached_property
+    def plain_texts(self) -> list[str]:
+        return self.chunks["text"].tolist()
 
     @cached_property
     def ctx_texts(self) -> list[str]:
-        return [contextual_text(h, t) for h, t in zip(self.chunks["heading_path"], self.chunks["text"])]
+        return [contextual_text(h, t) for h, t in zip(self.chunks["heading_path"].tolist(), self.plain_texts)]
+
+    @cached_property
+    def tiebreak(self) -> np.ndarray:
+        """Each chunk's rank in chunk_id order: equal scores are ordered by chunk_id, so a ranking
+        does not depend on the order of the rows."""
+        order = np.argsort(self.chunks["chunk_id"].to_numpy(dtype=str), kind="stable")
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        return rank
 
 
 Hits = list[tuple[int, float]]  # (chunk position, score), best first
@@ -104,13 +138,26 @@ def base_hits(
 ) -> list[Hits]:
     spec = parse_retriever(name)
     if spec.ranker == "dense":
-        vectors = index.ctx_vectors if spec.contextual else index.vectors
-        if vectors is None:
-            raise ValueError(f"{name}: contextual vectors were not built")
-        positions, scores = top_k(vectors, query_vectors, k)
+        positions, scores = top_k(dense_vectors(index, name), query_vectors, k, index.tiebreak)
         return [list(zip(p.tolist(), s.tolist())) for p, s in zip(positions, scores)]
-    bm25 = index.bm25(spec.contextual)
-    return [list(zip(*(a.tolist() for a in bm25.search(tokens, k)))) for tokens in query_tokens]
+    found = index.bm25(spec.contextual).search_many(query_tokens, k, index.tiebreak)
+    return [list(zip(p.tolist(), s.tolist())) for p, s in found]
+
+
+def dense_vectors(index: ChunkIndex, name: str) -> np.ndarray:
+    vectors = index.ctx_vectors if parse_retriever(name).contextual else index.vectors
+    if vectors is None:
+        raise ValueError(f"{name}: contextual vectors were not built")
+    return vectors
+
+
+def plan(retrievers: list[str]) -> tuple[list[RetrieverSpec], list[str]]:
+    """The configurations to report (those named, then every fusion input) and the base
+    retrievers they are computed from."""
+    # a fusion's inputs are reported as runs of their own: their candidate recall is the fusion's ceiling
+    named = [parse_retriever(r) for r in retrievers]
+    specs = [parse_retriever(r) for r in dict.fromkeys([*retrievers, *(i for s in named for i in s.inputs)])]
+    return specs, list(dict.fromkeys(i for s in specs for i in s.inputs))
 
 
 def retrieve(
@@ -124,15 +171,24 @@ def retrieve(
 ) -> pd.DataFrame:
     """Ranked rows (question_id, retriever, rank, score, chunk_id, note, start, end, n_chars) of every
     configuration named and of every fusion input."""
-    # a fusion's inputs are reported as runs of their own: their candidate recall is the fusion's ceiling
-    named = [parse_retriever(r) for r in retrievers]
-    specs = [parse_retriever(r) for r in dict.fromkeys([*retrievers, *(i for s in named for i in s.inputs)])]
-    lexical = any(i.startswith("bm25") for s in specs for i in s.inputs)
+    specs, bases = plan(retrievers)
+    lexical = any(b.startswith("bm25") for b in bases)
     tokens = [index.analyzer.tokens(q) for q in query_texts] if lexical else []
     depth = max(settings.depth, settings.candidate_k)
-    base: dict[str, list[Hits]] = {}
-    for name in dict.fromkeys(i for s in specs for i in s.inputs):
-        base[name] = base_hits(index, name, query_vectors, tokens, depth)
+    base = {name: base_hits(index, name, query_vectors, tokens, depth) for name in bases}
+    return assemble(index, specs, base, question_ids, query_texts, settings, reranker)
+
+
+def assemble(
+    index: ChunkIndex,
+    specs: list[RetrieverSpec],
+    base: dict[str, list[Hits]],
+    question_ids: list[str],
+    query_texts: list[str],
+    settings: RetrievalSettings,
+    reranker: HttpReranker | None = None,
+) -> pd.DataFrame:
+    """Every configuration's ranked rows from the base retrievers' hits (fusions, rerank, parents)."""
     chunks = index.chunks
     parent_of = chunks["parent_id"].to_numpy()
     parent_span = list(zip(chunks["note"], chunks["parent_start"], chunks["parent_end"]))
@@ -202,6 +258,7 @@ def ranked_frame(chunks: pd.DataFrame, out: dict[str, list]) -> pd.DataFrame:
 
 def lexical_miss_share(index: ChunkIndex, query_texts: list[str], contextual: bool = False) -> float:
     """Share of questions for which BM25 finds no chunk sharing a single token."""
-    bm25 = index.bm25(contextual)
-    misses = sum(len(bm25.search(index.analyzer.tokens(q), 1)[0]) == 0 for q in query_texts)
-    return misses / len(query_texts) if query_texts else 0.0
+    if not query_texts:
+        return 0.0
+    scores = index.bm25(contextual).score_matrix([index.analyzer.tokens(q) for q in query_texts])
+    return float((~(scores > 0).any(axis=0)).mean())

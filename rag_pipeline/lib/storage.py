@@ -26,8 +26,10 @@ def _atomic(path: Path, write) -> None:
         raise
 
 
-def write_table(table: pa.Table, path: Path) -> None:
-    _atomic(Path(path), lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+def write_table(table: pa.Table, path: Path, **options) -> None:
+    """`options` go to `pq.write_table` (default compression: zstd)."""
+    options = {"compression": "zstd"} | options
+    _atomic(Path(path), lambda tmp: pq.write_table(table, tmp, **options))
 
 
 def write_frame(frame: pd.DataFrame, path: Path) -> None:
