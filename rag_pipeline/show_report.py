@@ -20,7 +20,13 @@ def main() -> int:
     summary = pd.read_parquet(path)
     budget = pd.read_parquet(reports / "budget_recall.parquet")
     compared = pd.read_parquet(reports / "comparison.parquet")
-    print(f"{int(summary['n_questions'].iloc[0])} answerable questions; embedding_version:")
+    at5 = summary[summary["k"] == 5]
+    print(
+        f"{int(summary['n_questions'].iloc[0])} answerable questions, {int(summary['n_unanswerable'].iloc[0])} "
+        f"unanswerable, {int(summary['n_unauthorized'].iloc[0])} unauthorized; at k=5 "
+        f"{int(at5['leaked_units'].sum())} units leaked, under-filled at most {at5['underfilled'].max():.2f}"
+    )
+    print("embedding_version:")
     for version in summary["embedding_version"].unique():
         print(f"  {version}")
     print("\nThe reference experiment's table (dense retrieval):")

@@ -89,7 +89,7 @@ def test_incremental_retrieval_equals_a_fresh_build_across_edits(tmp_path, monke
     monkeypatch.setattr(
         incremental_retrieval,
         "top_k",
-        lambda v, q, k, t: scored.append(("all", len(q), len(v))) or real_top_k(v, q, k, t),
+        lambda v, q, k, t, m=None: scored.append(("all", len(q), len(v))) or real_top_k(v, q, k, t, m),
     )
     reads: list[int] = []  # texts whose counts are read from the token store
     real_counts = TokenStore.counts

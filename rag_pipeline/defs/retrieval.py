@@ -6,12 +6,13 @@ import pyarrow.parquet as pq
 
 from rag_pipeline.defs.io import forward_logs, versioned
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
+from rag_pipeline.lib.access import leaked_rows, readable_units
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.embedders import progress_reporter
 from rag_pipeline.lib.incremental_retrieval import retrieve_incremental
 from rag_pipeline.lib.lexical import make_analyzer
 from rag_pipeline.lib.metrics import relevant_column
-from rag_pipeline.lib.questions import questions_from_frame, usable
+from rag_pipeline.lib.questions import asker_groups, questions_from_frame, usable
 from rag_pipeline.lib.retrievers import ChunkIndex, lexical_miss_share
 from rag_pipeline.lib.storage import vector_matrix
 from rag_pipeline.lib.tokenstore import TokenStore
@@ -24,7 +25,7 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
     @dg.asset(
         name=name,
         group_name="retrieval",
-        code_version="retrieval-v3",
+        code_version="retrieval-v4",
         kinds={"numpy", "parquet"},
         ins={"chunks": dg.AssetIn(f"chunks_{strategy.key}")},
         deps=[f"embeddings_{strategy.key}"],
@@ -35,7 +36,13 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
                 asset=name,
                 description="BM25 finds at least one chunk sharing a token for all but a small share of "
                 "the questions (a tokenizer that cannot split the text finds nothing).",
-            )
+            ),
+            dg.AssetCheckSpec(
+                "no_access_leak",
+                asset=name,
+                blocking=True,
+                description="No question is given a unit of a note its asker may not read, at any rank.",
+            ),
         ],
         description=f"Ranked chunks of `{strategy.name}` for every question and retriever configuration.",
     )
@@ -49,6 +56,9 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
     ):
         model = embedder.get(store)
         questions = usable(questions)
+        askers = {
+            qid: asker_groups(row) for qid, row in zip(questions["question_id"], questions.itertuples())
+        }
         path = store.embeddings_path(model.embedding_version, strategy.name)
         if not path.exists():
             raise FileNotFoundError(
@@ -90,9 +100,11 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
             retrieval.reranker(),
             cache_dir=store.path("candidates", strategy.name),
             version=model.embedding_version,
+            groups=[askers[q] for q in questions["question_id"]],
         )
         _, spans = questions_from_frame(questions)
         frame["n_relevant"] = relevant_column(frame, spans, chunks)
+        frame["n_readable"] = readable_units(frame, chunks, askers)
         frame["strategy"] = strategy.name
         frame["embedding_version"] = model.embedding_version
         frame["analyzer"] = analyzer.version
@@ -101,6 +113,7 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
         frame["commit"] = chunks["commit"].iloc[0] if len(chunks) else ""
         frame["questions_sha256"] = questions["questions_sha256"].iloc[0] if len(questions) else ""
         miss = lexical_miss_share(index, query_texts)
+        leaks = leaked_rows(frame, askers)
         yield versioned(
             frame,
             questions=len(questions),
@@ -110,8 +123,19 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
             lexical_miss_share=miss,
         )
         yield dg.AssetCheckResult(
+            check_name="lexical_matches",
             passed=miss <= retrieval.max_lexical_miss_share,
             metadata={"lexical_miss_share": miss, "threshold": retrieval.max_lexical_miss_share},
+        )
+        yield dg.AssetCheckResult(
+            check_name="no_access_leak",
+            passed=leaks.empty,
+            metadata={
+                "leaked_units": len(leaks),
+                "questions": dg.MetadataValue.md(
+                    ", ".join(sorted(set(leaks["question_id"]))) if len(leaks) else "none"
+                ),
+            },
         )
 
     return _retrieval

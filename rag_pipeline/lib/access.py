@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 UNAUTHORIZED = "unauthorized"  # the category of a question about a note its asker may not read
 
@@ -22,3 +23,28 @@ def readable_mask(access: Sequence[Sequence[str]], groups: Sequence[str] | None)
     if groups is None:
         return np.ones(len(access), dtype=bool)
     return np.fromiter((may_read(groups, a) for a in access), dtype=bool, count=len(access))
+
+
+def leaked_rows(retrieval: pd.DataFrame, groups: dict[str, tuple[str, ...] | None]) -> pd.DataFrame:
+    """The retrieved rows (question_id, access of the unit) their question's asker may not read."""
+    if retrieval.empty:
+        return retrieval
+    leaked = [not may_read(groups.get(q), a) for q, a in zip(retrieval["question_id"], retrieval["access"])]
+    return retrieval[np.array(leaked, dtype=bool)]
+
+
+def readable_units(
+    retrieval: pd.DataFrame, chunks: pd.DataFrame, groups: dict[str, tuple[str, ...] | None]
+) -> list[int]:
+    """Per retrieval row, how many units of its kind its asker may read: chunks, or for `+parent`
+    configurations distinct parent sections (an under-filled answer is one below min(k, this))."""
+    access = chunks["access"].tolist() if "access" in chunks else [[]] * len(chunks)
+    counts: dict[tuple[tuple[str, ...] | None, bool], int] = {}
+    out = []
+    for q, retriever in zip(retrieval["question_id"], retrieval["retriever"]):
+        key = (groups.get(q), "+parent" in retriever)
+        if key not in counts:
+            mask = readable_mask(access, key[0])
+            counts[key] = int(chunks.loc[mask, "parent_id"].nunique()) if key[1] else int(mask.sum())
+        out.append(counts[key])
+    return out

@@ -24,11 +24,12 @@ import pyarrow.parquet as pq
 
 from rag_pipeline.lib.bm25_cache import question_bm25
 from rag_pipeline.lib.rerank import HttpReranker
-from rag_pipeline.lib.retrieval import best, dense_scores, top_k
+from rag_pipeline.lib.retrieval import Mask, best, dense_scores, top_k
 from rag_pipeline.lib.retrievers import (
     ChunkIndex,
     Hits,
     RetrievalSettings,
+    access_masks,
     assemble,
     base_hits,
     dense_vectors,
@@ -50,11 +51,14 @@ def retrieve_incremental(
     *,
     cache_dir: Path,
     version: str,
+    groups: list[tuple[str, ...] | None] | None = None,
 ) -> pd.DataFrame:
     """What `retrieve` returns, reusing what the last run kept under `cache_dir` (dense candidate
     lists, BM25's lengths and question-term columns; one directory per strategy). `version` names
-    what the query and chunk vectors depend on (the embedding_version)."""
+    what the query and chunk vectors depend on (the embedding_version); `groups` are the askers'."""
     specs, bases = plan(retrievers)
+    masks = access_masks(index, groups)
+    askers = [None] * len(query_texts) if groups is None else groups
     depth = max(settings.depth, settings.candidate_k)
     tokens = (
         [index.analyzer.tokens(q) for q in query_texts] if any(b.startswith("bm25") for b in bases) else []
@@ -63,21 +67,25 @@ def retrieve_incremental(
     for name in bases:
         if parse_retriever(name).ranker == "dense":
             path = Path(cache_dir) / f"{name}.parquet"
-            base[name] = cached_dense_hits(index, name, query_vectors, query_texts, depth, path, version)
+            base[name] = cached_dense_hits(
+                index, name, query_vectors, query_texts, depth, path, version, masks, askers
+            )
         else:
             contextual = parse_retriever(name).contextual
             path = Path(cache_dir) / f"{name}.terms.parquet"
             index.use_bm25(contextual, question_bm25(index, contextual, tokens, path))
-            base[name] = base_hits(index, name, query_vectors, tokens, depth)
+            base[name] = base_hits(index, name, query_vectors, tokens, depth, masks)
     return assemble(index, specs, base, question_ids, query_texts, settings, reranker)
 
 
 @dataclass
 class Candidates:
-    """Chunks scored (`chunk_id:text hash`) and, per question text hash, the best ones and their scores."""
+    """Chunks scored (`chunk_id:text hash`) and, per question key, the best ones, their scores and
+    whether the list holds every chunk its asker may read (then nothing outside it can rank above)."""
 
     scored: pd.Index
     lists: dict[str, tuple[np.ndarray, np.ndarray]]
+    complete: set[str]
 
 
 KEEP = 2  # lists keep KEEP x depth chunks: a question is searched again only when over half its list went
@@ -91,8 +99,12 @@ def cached_dense_hits(
     depth: int,
     path: Path,
     version: str,
+    masks: list[Mask] | None = None,
+    askers: list[tuple[str, ...] | None] | None = None,
 ) -> list[Hits]:
-    """Each question's top `depth` chunks by cosine, from the lists kept at `path` and the new chunks."""
+    """Each question's top `depth` readable chunks by cosine, from the lists kept at `path` and the
+    new chunks. A list is kept per question text and asker's groups and holds readable chunks
+    only: unreadable chunks do not exist for it (a chunk's groups never change under its id)."""
     vectors = dense_vectors(index, name)
     hashes = index.text_hashes(parse_retriever(name).contextual)
     members = pd.Index([f"{c}:{h}" for c, h in zip(index.chunks["chunk_id"].tolist(), hashes)], dtype=object)
@@ -100,34 +112,41 @@ def cached_dense_hits(
     stamp = cache_stamp(name, version, keep)
     kept = load_candidates(path, stamp)
     new = np.flatnonzero(~members.isin(kept.scored)) if kept is not None else np.arange(len(members))
-    questions = [text_hash(q) for q in query_texts]
+    masks = masks or [None] * len(query_texts)
+    askers = askers or [None] * len(query_texts)
+    questions = [text_hash(json.dumps([g, q], ensure_ascii=False)) for g, q in zip(askers, query_texts)]
     found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    whole: set[int] = set()  # questions whose list holds every chunk they may read
     merge: list[tuple[int, np.ndarray, np.ndarray, bool]] = []
     for qi, key in enumerate(questions):
         if kept is not None and key in kept.lists:
             ids, scores = kept.lists[key]
             at = members.get_indexer(ids)
             alive = at >= 0
-            complete = len(ids) == len(kept.scored)  # it held every chunk scored
+            complete = key in kept.complete
             if complete or alive.sum() >= depth:
                 merge.append((qi, at[alive], scores[alive], complete))
     if merge:
         fresh = dense_scores(vectors[new], query_vectors[[qi for qi, *_ in merge]])
         for row, (qi, at, scores, complete) in enumerate(merge):
-            candidates = np.concatenate([at, new])
-            joined = np.concatenate([scores, fresh[row]])
+            readable = np.ones(len(new), bool) if masks[qi] is None else masks[qi][new]
+            candidates = np.concatenate([at, new[readable]])
+            joined = np.concatenate([scores, fresh[row][readable]])
             order = best(joined, len(candidates), index.tiebreak[candidates])
             if not complete:
                 # a chunk left out of the kept list ranks below every survivor of it: the ranking
                 # is known down to the last survivor
                 order = order[: np.flatnonzero(order < len(at))[-1] + 1]
+            elif len(candidates) <= keep:
+                whole.add(qi)
             found[qi] = (candidates[order[:keep]], joined[order[:keep]])
     again = [qi for qi in range(len(questions)) if qi not in found]
     if again:
-        positions, scores = top_k(vectors, query_vectors[again], keep, index.tiebreak)
-        found |= {qi: (p, s) for qi, p, s in zip(again, positions, scores)}
+        ranked = top_k(vectors, query_vectors[again], keep, index.tiebreak, [masks[qi] for qi in again])
+        found |= {qi: hit for qi, hit in zip(again, ranked)}
+        whole |= {qi for qi in again if (len(members) if masks[qi] is None else masks[qi].sum()) <= keep}
     lists = {questions[qi]: (members[p].to_numpy(), s) for qi, (p, s) in found.items()}
-    save_candidates(path, stamp, Candidates(members, lists))
+    save_candidates(path, stamp, Candidates(members, lists, {questions[qi] for qi in whole}))
     return [
         list(zip(found[qi][0][:depth].tolist(), found[qi][1][:depth].tolist()))
         for qi in range(len(questions))
@@ -136,7 +155,7 @@ def cached_dense_hits(
 
 def cache_stamp(name: str, version: str, keep: int) -> str:
     """What kept lists depend on besides the chunks and question texts they are keyed by."""
-    return json.dumps({"retriever": name, "version": version, "keep": keep}, sort_keys=True)
+    return json.dumps({"retriever": name, "version": version, "keep": keep, "format": 2}, sort_keys=True)
 
 
 def load_candidates(path: Path, stamp: str) -> Candidates | None:
@@ -152,7 +171,8 @@ def load_candidates(path: Path, stamp: str) -> Candidates | None:
         q: (group["chunk"].to_numpy(), group["score"].to_numpy(np.float32))
         for q, group in frame[~scored].groupby("question", sort=False)
     }
-    return Candidates(pd.Index(frame.loc[scored, "chunk"], dtype=object), lists)
+    complete = set(frame.loc[~scored & frame["complete"].astype(bool), "question"])
+    return Candidates(pd.Index(frame.loc[scored, "chunk"], dtype=object), lists, complete)
 
 
 def save_candidates(path: Path, stamp: str, kept: Candidates) -> None:
@@ -164,6 +184,7 @@ def save_candidates(path: Path, stamp: str, kept: Candidates) -> None:
             "question": pa.array([None] * len(kept.scored) + questions, pa.string()),
             "chunk": pa.array(np.concatenate(chunks).astype(str), pa.string()),
             "score": pa.array(np.concatenate(scores).astype(np.float32)),
+            "complete": pa.array([False] * len(kept.scored) + [q in kept.complete for q in questions]),
         }
     )
     write_table(

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
-from rag_pipeline.lib.retrieval import best
+from rag_pipeline.lib.retrieval import Mask, best
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
 _RUN = re.compile(r"[^\s\u3000、。,.!?！？「」『』()（）\[\]【】:：;；\"'`|*#>]+")
@@ -199,14 +199,19 @@ class BM25:
         return out
 
     def search_many(
-        self, queries: list[list[str]], k: int, tiebreak: np.ndarray | None = None
+        self,
+        queries: list[list[str]],
+        k: int,
+        tiebreak: np.ndarray | None = None,
+        masks: list[Mask] | None = None,
     ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(positions, scores) of the best k documents with a positive score for each query, best
-        first; ties go to the lower `tiebreak` rank (default: the lower position)."""
+        """(positions, scores) of the best k readable documents (`masks`, one per query) with a
+        positive score for each query, best first; ties go to the lower `tiebreak` rank."""
         scores = self.score_matrix(queries)
+        masks = masks or [None] * scores.shape[1]
         out = []
-        for column in scores.T:
-            positions = best(column, k, tiebreak, positive=True)
+        for column, mask in zip(scores.T, masks):
+            positions = best(column, k, tiebreak, positive=True, allowed=mask)
             out.append((positions, column[positions]))
         return out
 

@@ -13,7 +13,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pandas as pd
 
-from rag_pipeline.lib.access import UNAUTHORIZED
+from rag_pipeline.lib.access import UNAUTHORIZED, may_read
 from rag_pipeline.lib.questions import Question
 
 MAX_K = 20  # the k of recall@k, MRR@k, nDCG@k
@@ -99,6 +99,8 @@ def question_outcomes(
     starts_all, ends_all = ordered["start"].to_numpy(), ordered["end"].to_numpy()
     chars_all = ordered["n_chars"].to_numpy()
     n_relevant_all = ordered["n_relevant"].to_numpy() if "n_relevant" in ordered else None
+    access_all = ordered["access"].tolist() if "access" in ordered else [[]] * len(ordered)
+    n_readable_all = ordered["n_readable"].to_numpy() if "n_readable" in ordered else None
     rows = []
     for q in questions:
         at = groups.get(str(q.id), np.array([], dtype=int))[:DEPTH]
@@ -131,6 +133,13 @@ def question_outcomes(
                 if n_relevant_all is not None and len(at)
                 else len(relevant),
                 "chars_at": chars.astype(np.int64).tolist(),
+                # access: where a unit the asker may not read was passed, and whether fewer than k
+                # units came back although k readable ones exist
+                "leak_ranks": [r + 1 for r, i in enumerate(at) if not may_read(q.groups, access_all[i])],
+                "n_returned": len(at),
+                "n_readable": int(n_readable_all[at[0]])
+                if n_readable_all is not None and len(at)
+                else len(at),
             }
         )
     frame = pd.DataFrame(rows)
@@ -186,9 +195,20 @@ def summarize(outcomes: pd.DataFrame, ks: Sequence[int] = range(1, MAX_K + 1)) -
                 "chars_median": float(np.median(chars[:, k - 1])) if len(chars) else float("nan"),
                 "n_questions": len(scored),
                 **question_counts(outcomes),
+                **access_at(outcomes, k),
             }
         )
     return pd.DataFrame(rows)
+
+
+def access_at(outcomes: pd.DataFrame, k: int) -> dict[str, float]:
+    """Over every question of a run: units passed at k that the asker may not read (must be 0), and
+    the share of questions given fewer than k units although k readable units exist."""
+    if "leak_ranks" not in outcomes or outcomes.empty:
+        return {"leaked_units": 0, "underfilled": float("nan")}
+    leaked = sum(sum(r <= k for r in ranks) for ranks in outcomes["leak_ranks"])
+    short = (outcomes["n_returned"] < k) & (outcomes["n_readable"] >= k)
+    return {"leaked_units": int(leaked), "underfilled": float(short.mean())}
 
 
 def question_counts(outcomes: pd.DataFrame) -> dict[str, int]:

@@ -190,10 +190,13 @@ def build_report(
         | ranks["retriever"].eq(best["retriever"]) & ranks["strategy"].eq(best["strategy"])
     ]
 
+    at_k = summary[summary["k"] == settings.context_k]
     header = (
         f"{int(summary['n_questions'].iloc[0])} answerable questions "
         f"({int(summary['n_unanswerable'].iloc[0])} unanswerable and "
         f"{int(summary['n_unauthorized'].iloc[0])} unauthorized kept apart); "
+        f"access at k={settings.context_k}: {int(at_k['leaked_units'].sum())} units leaked to an asker who "
+        f"may not read them, at most {at_k['underfilled'].max():.2f} of the questions under-filled; "
         f"embedding_version {', '.join(f'`{v}`' for v in summary['embedding_version'].unique())}; "
         f"BM25 analyzer `{summary['analyzer'].iloc[0]}`; candidate_k {candidate_k}; what reaches the LLM "
         f"(context): the first {settings.context_k} units within {settings.context_chars:,} characters"

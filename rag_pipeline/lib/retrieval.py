@@ -24,12 +24,23 @@ def dense_scores(vectors: np.ndarray, queries: np.ndarray, block: int = 4096) ->
     return out
 
 
+Mask = np.ndarray | None  # per position, may the asker read it; None: everything
+
+
 def best(
-    scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None, positive: bool = False
+    scores: np.ndarray,
+    k: int,
+    tiebreak: np.ndarray | None = None,
+    positive: bool = False,
+    allowed: Mask = None,
 ) -> np.ndarray:
     """Positions of the k highest scores, best first; ties go to the lower `tiebreak` rank
-    (default: the lower position). With `positive`, only positive scores count."""
-    candidates = np.flatnonzero(scores > 0) if positive else np.arange(len(scores))
+    (default: the lower position). With `positive`, only positive scores count.
+
+    `allowed` is the asker's access filter, applied before ranking: a position it excludes is
+    never a candidate, so k readable positions are returned whenever k exist (no under-fill)."""
+    keep = scores > 0 if positive else np.ones(len(scores), dtype=bool)
+    candidates = np.flatnonzero(keep if allowed is None else keep & allowed)
     if len(candidates) > k > 0:
         kth = np.partition(scores[candidates], len(candidates) - k)[len(candidates) - k]
         candidates = candidates[scores[candidates] >= kth]
@@ -38,11 +49,15 @@ def best(
 
 
 def top_k(
-    index: np.ndarray, queries: np.ndarray, k: int, tiebreak: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(positions, scores), each (n_queries, min(k, n_index)), best first; ties go to the lower
-    `tiebreak` rank (default: the lower position)."""
+    index: np.ndarray,
+    queries: np.ndarray,
+    k: int,
+    tiebreak: np.ndarray | None = None,
+    masks: list[Mask] | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query (positions, scores) of its k best readable rows (`masks`, one per query), best
+    first; ties go to the lower `tiebreak` rank (default: the lower position)."""
     scores = dense_scores(index, queries)
-    positions = np.array([best(row, k, tiebreak) for row in scores], dtype=np.int64)
-    positions = positions.reshape(len(queries), min(k, len(index)))
-    return positions, np.take_along_axis(scores, positions, axis=1)
+    masks = masks or [None] * len(scores)
+    found = [best(row, k, tiebreak, allowed=mask) for row, mask in zip(scores, masks)]
+    return [(positions, row[positions]) for positions, row in zip(found, scores)]

@@ -18,10 +18,11 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from rag_pipeline.lib.access import readable_mask
 from rag_pipeline.lib.fusion import rrf, score_fusion
 from rag_pipeline.lib.lexical import BM25, Analyzer
 from rag_pipeline.lib.rerank import HttpReranker
-from rag_pipeline.lib.retrieval import top_k
+from rag_pipeline.lib.retrieval import Mask, top_k
 from rag_pipeline.lib.segments import text_hash
 from rag_pipeline.lib.tokenstore import TokenStore
 
@@ -134,14 +135,32 @@ Hits = list[tuple[int, float]]  # (chunk position, score), best first
 
 
 def base_hits(
-    index: ChunkIndex, name: str, query_vectors: np.ndarray, query_tokens: list[list[str]], k: int
+    index: ChunkIndex,
+    name: str,
+    query_vectors: np.ndarray,
+    query_tokens: list[list[str]],
+    k: int,
+    masks: list[Mask] | None = None,
 ) -> list[Hits]:
+    """Each question's k best readable chunks by one base retriever (the filter comes first)."""
     spec = parse_retriever(name)
     if spec.ranker == "dense":
-        positions, scores = top_k(dense_vectors(index, name), query_vectors, k, index.tiebreak)
-        return [list(zip(p.tolist(), s.tolist())) for p, s in zip(positions, scores)]
-    found = index.bm25(spec.contextual).search_many(query_tokens, k, index.tiebreak)
+        found = top_k(dense_vectors(index, name), query_vectors, k, index.tiebreak, masks)
+    else:
+        found = index.bm25(spec.contextual).search_many(query_tokens, k, index.tiebreak, masks)
     return [list(zip(p.tolist(), s.tolist())) for p, s in found]
+
+
+def access_masks(index: ChunkIndex, groups: list[tuple[str, ...] | None] | None) -> list[Mask] | None:
+    """Per question, which chunks its asker may read (None where the asker may read everything)."""
+    if groups is None:
+        return None
+    access = index.chunks["access"].tolist() if "access" in index.chunks else [[]] * len(index.chunks)
+    masks: dict[tuple[str, ...] | None, Mask] = {None: None}
+    for g in groups:
+        if g not in masks:
+            masks[g] = readable_mask(access, g)
+    return [masks[g] for g in groups]
 
 
 def dense_vectors(index: ChunkIndex, name: str) -> np.ndarray:
@@ -168,14 +187,17 @@ def retrieve(
     query_texts: list[str],
     settings: RetrievalSettings,
     reranker: HttpReranker | None = None,
+    groups: list[tuple[str, ...] | None] | None = None,
 ) -> pd.DataFrame:
-    """Ranked rows (question_id, retriever, rank, score, chunk_id, note, start, end, n_chars) of every
-    configuration named and of every fusion input."""
+    """Ranked rows (question_id, retriever, rank, score, chunk_id, note, start, end, n_chars, access)
+    of every configuration named and of every fusion input; each question sees only the chunks its
+    asker's `groups` may read (None: every chunk)."""
     specs, bases = plan(retrievers)
     lexical = any(b.startswith("bm25") for b in bases)
     tokens = [index.analyzer.tokens(q) for q in query_texts] if lexical else []
     depth = max(settings.depth, settings.candidate_k)
-    base = {name: base_hits(index, name, query_vectors, tokens, depth) for name in bases}
+    masks = access_masks(index, groups)
+    base = {name: base_hits(index, name, query_vectors, tokens, depth, masks) for name in bases}
     return assemble(index, specs, base, question_ids, query_texts, settings, reranker)
 
 
@@ -253,6 +275,8 @@ def ranked_frame(chunks: pd.DataFrame, out: dict[str, list]) -> pd.DataFrame:
     frame["start"] = np.where(parent, at["parent_start"], at["start"])
     frame["end"] = np.where(parent, at["parent_end"], at["end"])
     frame["n_chars"] = np.where(parent, at["parent_end"] - at["parent_start"], at["n_chars"])
+    # a parent section lies in its chunk's note, so it has the note's groups too
+    frame["access"] = at["access"] if "access" in at else [[] for _ in range(len(at))]
     return frame
 
 

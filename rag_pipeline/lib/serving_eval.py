@@ -9,6 +9,7 @@ import lancedb
 import numpy as np
 import pandas as pd
 
+from rag_pipeline.lib.access import readable_mask
 from rag_pipeline.lib.retrieval import top_k
 from rag_pipeline.lib.serving import DEFAULT_ANN, AnnConfig, index_kind, search
 from rag_pipeline.lib.storage import vector_matrix
@@ -25,17 +26,17 @@ def exact_top_k(
     LanceDB, and how many rows each asker may read."""
     data = table.search().select(["chunk_id", "access", "vector"]).to_arrow()
     ids = np.asarray(data["chunk_id"].to_pylist(), dtype=object)
-    access = [frozenset(a) for a in data["access"].to_pylist()]
+    access = data["access"].to_pylist()
     vectors = vector_matrix(data["vector"], data.schema.field("vector").type.list_size)
     readable: dict[frozenset[str] | None, np.ndarray] = {}
     best, n_readable = [], []
     for q, g in zip(np.asarray(query_vectors, dtype=np.float32), groups):
         key = None if g is None else frozenset(g)
         if key not in readable:
-            readable[key] = np.array([key is None or not a or not a.isdisjoint(key) for a in access], bool)
+            readable[key] = readable_mask(access, g)
         rows = np.flatnonzero(readable[key])
-        positions, _ = top_k(vectors[rows], q[None, :], k)
-        best.append(ids[rows[positions[0]]].tolist())
+        positions, _ = top_k(vectors[rows], q[None, :], k)[0]
+        best.append(ids[rows[positions]].tolist())
         n_readable.append(len(rows))
     return best, np.asarray(n_readable)
 
