@@ -18,7 +18,6 @@ LANE = (
     retrieval.retrieval_asset,
     evaluation.evaluation_asset,
     serving.index_asset,
-    serving.recall_check,
 )
 
 

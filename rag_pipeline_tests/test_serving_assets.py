@@ -49,11 +49,7 @@ def test_tables_follow_the_chunks_through_an_edit_and_a_deletion(notes_repo, sma
     checks = {
         (c.asset_key.to_user_string(), c.check_name): c.passed for c in result.get_asset_check_evaluations()
     }
-    assert all(checks.values()) and {
-        ("index_fixed_1000", "serving_recall"),
-        ("index_section_split", "serving_recall"),
-        ("serving_evaluation", "recall_and_fill"),
-    } <= set(checks)
+    assert all(checks.values()) and ("serving_evaluation", "recall_and_fill") in checks
     before = {}
     for table, strategy in TABLES.items():
         before[table] = chunks_of(data, strategy)

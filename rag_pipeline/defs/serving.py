@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from rag_pipeline.defs.io import data_version
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, NotesRepository, QuestionsFile
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.questions import usable
+from rag_pipeline.lib.questions import asker_groups, usable
 from rag_pipeline.lib.report import to_markdown
 from rag_pipeline.lib.serving import MUTABLE, AnnConfig, open_table, serving_rows, sync_table
 from rag_pipeline.lib.serving_eval import MIN_RECALL, RECALL_K, serving_eval, serving_problems
@@ -55,9 +55,7 @@ def passage_vectors(
 
 def askers(questions: pd.DataFrame) -> list[list[str] | None]:
     """Each asker's groups, from the questions' `groups` column; None may read every row."""
-    if "groups" not in questions:
-        return [None] * len(questions)
-    return [None if g is None else list(g) for g in questions["groups"]]
+    return [None if (g := asker_groups(row)) is None else list(g) for row in questions.itertuples()]
 
 
 def kept_commits(frame: pd.DataFrame, served: pd.DataFrame) -> list[str]:
@@ -157,24 +155,6 @@ def index_asset(strategy: Strategy) -> dg.AssetsDefinition:
         )
 
     return _index
-
-
-def recall_check(strategy: Strategy) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=f"index_{strategy.key}",
-        name="serving_recall",
-        blocking=True,
-        additional_ins={"questions": dg.AssetIn("questions")},
-        description=f"The questions searched through the table, each asker's access filter applied before "
-        f"the search: recall against exact search over the readable rows at k={RECALL_K} is at least "
-        f"{MIN_RECALL}, and no answer has fewer than k rows while k are readable.",
-    )
-    def _serving_recall(
-        questions: pd.DataFrame, embedder: EmbedderResource, serving: ServingResource, store: DataStore
-    ) -> dg.AssetCheckResult:
-        return verdict(measure(strategy, questions, store, embedder, serving))
-
-    return _serving_recall
 
 
 def synced_commit(instance: dg.DagsterInstance, strategy: Strategy) -> str:
