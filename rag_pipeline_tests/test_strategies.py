@@ -11,8 +11,9 @@ import pytest
 
 from rag_pipeline.definitions import build_assets
 from rag_pipeline.defs.resources import resources_from_env
-from rag_pipeline.lib.chunking import ChunkSpanError, chunk_note, coverage_problems
+from rag_pipeline.lib.chunking import ChunkSpanError, chunk_note
 from rag_pipeline.lib.cleaning import clean_note
+from rag_pipeline.lib.coverage import coverage_problems
 from rag_pipeline.lib.strategies import StrategyError, load_strategies, read_strategy_file
 
 BUILTIN_VERSIONS = {

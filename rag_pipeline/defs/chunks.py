@@ -5,7 +5,8 @@ import pandas as pd
 
 from rag_pipeline.defs.io import versioned
 from rag_pipeline.defs.resources import DataStore
-from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems
+from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
+from rag_pipeline.lib.coverage import coverage_problems
 from rag_pipeline.lib.incremental import rebuild_by_note
 
 

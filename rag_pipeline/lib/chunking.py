@@ -268,31 +268,6 @@ def chunk_note(
     return rows
 
 
-def coverage_problems(chunks: list[dict], texts: dict[str, str], overlapping: bool) -> list[str]:
-    """Why a lane's chunks do not reproduce their notes: text mismatches, and gaps holding
-    text (or, for a non-overlapping strategy, overlaps) between consecutive spans."""
-    problems = []
-    by_note: dict[str, list[dict]] = {}
-    for c in chunks:
-        by_note.setdefault(c["note"], []).append(c)
-        if texts.get(c["note"], "")[c["start"] : c["end"]] != c["text"]:
-            problems.append(
-                f"chunk {c['chunk_id']} of note {c['note']!r}: text differs from [{c['start']}, {c['end']})"
-            )
-    for note, text in texts.items():
-        spans = sorted((c["start"], c["end"]) for c in by_note.get(note, []))
-        reached = 0
-        for start, end in spans:
-            if start < reached and not overlapping:
-                problems.append(f"note {note!r}: chunks overlap at offset {start}")
-            elif text[reached:start].strip():
-                problems.append(f"note {note!r}: text [{reached}, {start}) is in no chunk")
-            reached = max(reached, end)
-        if text[reached:].strip():
-            problems.append(f"note {note!r}: text [{reached}, {len(text)}) is in no chunk")
-    return problems
-
-
 def chunk_cleaned_note(strategy: Strategy, note: dict) -> list[dict]:
     """`chunk_note` for a row of the cleaned notes (its sections stored as dicts); every chunk carries
     the groups that may read its note (`access`, empty for a public note)."""
