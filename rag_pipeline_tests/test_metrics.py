@@ -1,11 +1,21 @@
+from collections.abc import Hashable, Sequence
+
 import pandas as pd
 import pytest
 
-from rag_pipeline.lib.metrics import first_ranks, holds, question_outcomes, recall_at_k, summarize
+from rag_pipeline.lib.metrics import holds, question_outcomes, recall_at_k, summarize
 from rag_pipeline.lib.questions import Evidence, Question
 
 
-def test_seed_001_worked_example():
+def first_ranks(gold: set[Hashable], ranked: Sequence[Hashable]) -> list[int | None]:
+    """For each gold item (sorted), the 1-based rank where `ranked` first lists it."""
+    pos = {}
+    for r, item in enumerate(ranked, 1):
+        pos.setdefault(item, r)
+    return [pos.get(g) for g in sorted(gold, key=str)]
+
+
+def test_the_worked_example_of_macro_hit_and_micro_recall():
     cases = [
         ({"A", "B"}, ["A", "X", "Y", "Z", "W"]),
         ({"C"}, ["C", "X", "Y", "Z", "W"]),

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rag_pipeline.lib.bm25_cache import question_bm25
+from rag_pipeline.lib.dense import Mask, best, dense_scores, top_k
 from rag_pipeline.lib.rerank import HttpReranker
-from rag_pipeline.lib.retrieval import Mask, best, dense_scores, top_k
 from rag_pipeline.lib.retrievers import (
     ChunkIndex,
     Hits,

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
-from rag_pipeline.lib.retrieval import Mask, best
+from rag_pipeline.lib.dense import Mask, best
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
 _RUN = re.compile(r"[^\s\u3000、。,.!?！？「」『』()（）\[\]【】:：;；\"'`|*#>]+")
@@ -57,7 +57,7 @@ def char_ngrams(text: str, ns: tuple[int, ...] = (2, 3)) -> list[str]:
 def _sudachi():
     from sudachipy import Dictionary, SplitMode  # optional: `pip install sudachipy sudachidict-core`
 
-    return Dictionary(dict="core").create(), SplitMode.B
+    return Dictionary(dict="core").tokenizer(mode=SplitMode.B)
 
 
 _SKIP_POS = {"補助記号", "空白", "助詞", "助動詞"}
@@ -65,10 +65,9 @@ _SKIP_POS = {"補助記号", "空白", "助詞", "助動詞"}
 
 def sudachi_tokens(text: str) -> list[str]:
     """Normalised forms of content morphemes (particles, auxiliaries and symbols dropped)."""
-    tokenizer, mode = _sudachi()
     return [
         normalize(m.normalized_form())
-        for m in tokenizer.tokenize(unicodedata.normalize("NFKC", text), mode)
+        for m in _sudachi().tokenize(unicodedata.normalize("NFKC", text))
         if m.part_of_speech()[0] not in _SKIP_POS and m.surface().strip()
     ]
 

@@ -8,7 +8,7 @@ MRR and the per-question tables.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,14 +22,6 @@ REPORT_KS = (1, 3, 5, 10)
 BUDGETS = (1000, 2000, 4000, 8000)
 
 EvidenceSpan = tuple[str, int, int]  # note, start, end
-
-
-def first_ranks(gold: set[Hashable], ranked: Sequence[Hashable]) -> list[int | None]:
-    """For each gold item (sorted), the 1-based rank where `ranked` first lists it."""
-    pos = {}
-    for r, item in enumerate(ranked, 1):
-        pos.setdefault(item, r)
-    return [pos.get(g) for g in sorted(gold, key=str)]
 
 
 def recall_at_k(ranks: Sequence[Sequence[int | None]], k: int) -> dict[str, float]:

@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.access import readable_mask
+from rag_pipeline.lib.dense import Mask, top_k
 from rag_pipeline.lib.fusion import rrf, score_fusion
 from rag_pipeline.lib.lexical import BM25, Analyzer
 from rag_pipeline.lib.rerank import HttpReranker
-from rag_pipeline.lib.retrieval import Mask, top_k
 from rag_pipeline.lib.segments import text_hash
 from rag_pipeline.lib.tokenstore import TokenStore
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.access import readable_mask
-from rag_pipeline.lib.retrieval import top_k
+from rag_pipeline.lib.dense import top_k
 from rag_pipeline.lib.serving import DEFAULT_ANN, AnnConfig, index_kind, search
 from rag_pipeline.lib.storage import vector_matrix
 
