@@ -140,6 +140,10 @@ def test_unauthorized_questions_are_counted_and_nothing_leaks(notes_repo, small_
     assert all(list(a) == ["dba"] for a in chunks.loc[chunks["note"] == "deadlock", "access"])
     ranks = pq.read_table(tmp_path / "out" / "retrieval" / "section.parquet").to_pandas()
     assert not ranks.loc[ranks["question_id"] == "9", "note"].isin(["deadlock"]).any()
+    # the oracle passes only gold sections the asker may read: none to the unauthorized asker
+    answers = pq.read_table(tmp_path / "out" / "answers" / "answers.parquet").to_pandas()
+    oracle = answers[(answers["retriever"] == "oracle") & (answers["question_id"] == "9")].iloc[0]
+    assert oracle["abstained"] and len(oracle["cited"]) == 0
 
 
 def test_an_access_only_commit_re_embeds_nothing(notes_repo, small_env):

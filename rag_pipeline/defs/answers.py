@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 
 from rag_pipeline.defs.io import forward_logs, versioned
 from rag_pipeline.defs.resources import DataStore, RetrievalResource
+from rag_pipeline.lib.access import may_read
 from rag_pipeline.lib.answer_cache import answer_all
 from rag_pipeline.lib.answer_units import NONE, ORACLE, context_units, oracle_units
 from rag_pipeline.lib.answers import BASELINE_STRATEGY, answer_summary, make_prompt, score_answers
@@ -65,7 +66,7 @@ def answered_runs(setting: str, summary: pd.DataFrame, baseline: tuple[str, str]
 def answers_asset(strategies: list[Strategy], baseline: tuple[str, str]) -> dg.AssetsDefinition:
     @dg.asset(
         group_name="answers",
-        code_version="answers-v1",
+        code_version="answers-v2",
         kinds={"parquet"},
         deps=["evaluation_summary", *(f"retrieval_{s.key}" for s in strategies)],
         metadata={"storage_path": "answers/answers.parquet"},
@@ -86,10 +87,15 @@ def answers_asset(strategies: list[Strategy], baseline: tuple[str, str]) -> dg.A
         runs = answered_runs(answerer.runs, summary, baseline) if summary["n_questions"].max() > 0 else []
         items, spans = questions_from_frame(usable(questions))
         texts = dict(zip(cleaned_notes["note"], cleaned_notes["text"]))
+        access = dict(zip(cleaned_notes["note"], cleaned_notes["access"]))
         settings = retrieval.settings()
         units = {(BASELINE_STRATEGY, NONE): {str(q.id): [] for q in items}}
         units[(BASELINE_STRATEGY, ORACLE)] = {
-            str(q.id): oracle_units(spans[str(q.id)], cleaned_notes) for q in items
+            # the gold sections the asker may read: none for an unauthorized question
+            str(q.id): [
+                u for u in oracle_units(spans[str(q.id)], cleaned_notes) if may_read(q.groups, access[u.note])
+            ]
+            for q in items
         }
         for strategy, retriever in runs:
             ranked = pd.read_parquet(store.path("retrieval", f"{strategy}.parquet"))
