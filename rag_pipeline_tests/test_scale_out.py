@@ -1,16 +1,52 @@
 """Beyond one machine: the whole job under the multiprocess executor, its data directory on an
 S3-compatible server (moto) on 127.0.0.1, gives the reports a local in-process run gives."""
 
+import boto3
 import dagster as dg
 import pandas as pd
 import pytest
+from moto.server import ThreadedMotoServer
 
 from rag_pipeline.definitions import build_assets, reconstructable_job
+from rag_pipeline.lib.storage import location, read_frame, write_bytes
 from rag_pipeline.lib.strategies import load_strategies
 from rag_pipeline_tests.conftest import run_all
 
 STRATEGIES = "fixed-500,section"  # two lanes: enough to run side by side, few processes to start
-REPORTS = ["evaluation_summary.parquet", "question_ranks.parquet"]
+REPORTS = [
+    "evaluation_summary.parquet",
+    "question_ranks.parquet",
+    "serving.parquet",
+    "answer_summary.parquet",
+]
+
+
+@pytest.fixture
+def s3(monkeypatch) -> str:
+    """An empty bucket on a moto server on 127.0.0.1, its settings in the standard AWS_* variables."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    for name, value in {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    boto3.client("s3", endpoint_url=f"http://{host}:{port}").create_bucket(Bucket="rag-test")
+    yield "s3://rag-test/run"
+    server.stop()
+
+
+def test_a_location_on_s3_reads_writes_lists_and_deletes(s3):
+    root = location(s3)
+    write_bytes(b"one", root / "dir" / "segment-1.parquet")
+    write_bytes(b"two", root / "dir" / "other.json")
+    assert [p.name for p in (root / "dir").glob("segment-*.parquet")] == ["segment-1.parquet"]
+    assert (root / "dir" / "other.json").read_text() == "two" and (root / "dir").exists()
+    (root / "dir" / "segment-1.parquet").unlink()
+    assert not (root / "dir" / "segment-1.parquet").exists() and str(root / "x") == f"{s3}/x"
 
 
 def run_multiprocess(env: dict[str, str], monkeypatch) -> None:
@@ -27,12 +63,15 @@ def run_multiprocess(env: dict[str, str], monkeypatch) -> None:
 
 
 @pytest.mark.slow  # a process per step: about 90 s here
-def test_multiprocess_run_gives_the_reports_of_an_in_process_run(small_env, tmp_path, monkeypatch):
+def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
+    small_env, tmp_path, s3, monkeypatch
+):
     local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
     assert run_all(local, build_assets(load_strategies(STRATEGIES, None))).success
-    remote = local | {"RAG_DATA_DIR": str(tmp_path / "mp")}
-    run_multiprocess(remote, monkeypatch)
+    run_multiprocess(local | {"RAG_DATA_DIR": s3}, monkeypatch)
+    reports = location(s3) / "reports"
     for name in REPORTS:
         expected = pd.read_parquet(tmp_path / "out" / "reports" / name)
-        got = pd.read_parquet(tmp_path / "mp" / "reports" / name)
-        pd.testing.assert_frame_equal(got, expected)
+        pd.testing.assert_frame_equal(read_frame(reports / name), expected)
+    assert (reports / "report.md").read_text() == (tmp_path / "out" / "reports" / "report.md").read_text()
+    assert (location(s3) / "lancedb" / "fixed_500.lance").exists()
