@@ -27,10 +27,14 @@ def _endpoint() -> str:
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
 
 
+def _region() -> str:
+    return os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"
+
+
 def s3_filesystem() -> pafs.S3FileSystem:
     """S3 with the standard AWS_* variables: keys, region and an endpoint for S3-compatible stores."""
     endpoint = urlparse(_endpoint())
-    options = {"region": os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"}
+    options = {"region": _region()}
     if endpoint.netloc:
         options |= {"endpoint_override": endpoint.netloc, "scheme": endpoint.scheme or "https"}
     if os.environ.get("AWS_ACCESS_KEY_ID"):
@@ -43,7 +47,7 @@ def s3_filesystem() -> pafs.S3FileSystem:
 
 def storage_options() -> dict[str, str]:
     """The same settings in the form LanceDB's object store takes."""
-    options = {"aws_region": s3_filesystem().region}
+    options = {"aws_region": _region()}
     names = {"AWS_ACCESS_KEY_ID": "aws_access_key_id", "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key"}
     options |= {key: os.environ[var] for var, key in names.items() if os.environ.get(var)}
     if _endpoint():
