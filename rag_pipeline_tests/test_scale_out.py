@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from moto.server import ThreadedMotoServer
 
+from rag_pipeline import show_report
 from rag_pipeline.definitions import build_assets, build_definitions, reconstructable_job
 from rag_pipeline.lib.storage import location, read_frame, storage_options, write_bytes
 from rag_pipeline.lib.strategies import load_strategies
@@ -85,7 +86,7 @@ def run_multiprocess(env: dict[str, str], monkeypatch) -> None:
 
 @pytest.mark.slow  # a process per step: about 90 s here
 def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
-    small_env, tmp_path, s3, monkeypatch
+    small_env, tmp_path, s3, monkeypatch, capsys
 ):
     local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
     assert run_all(local, build_assets(load_strategies(STRATEGIES, None))).success
@@ -98,4 +99,5 @@ def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
             read_frame(reports / path.name).drop(columns=timing), pd.read_parquet(path).drop(columns=timing)
         )
     assert (reports / "report.md").read_text() == (expected / "report.md").read_text()
+    assert show_report.main() == 0 and "Every configuration" in capsys.readouterr().out  # reads S3 too
     assert (location(s3) / "lancedb" / "fixed_500.lance").exists()
