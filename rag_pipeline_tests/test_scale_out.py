@@ -62,7 +62,8 @@ def test_the_executor_and_lancedb_settings_come_from_the_environment(monkeypatch
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    assert storage_options() == {
+    assert storage_options("/tmp/lancedb") is None
+    assert storage_options(location("s3://bucket/lancedb")) == {
         "aws_region": "eu-west-1",
         "aws_access_key_id": "key",
         "aws_secret_access_key": "secret",

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 from lancedb.index import HnswSq, IvfPq
 
-from rag_pipeline.lib.storage import AnyPath, Location, as_path, storage_options, tree_bytes, vector_column
+from rag_pipeline.lib.storage import AnyPath, as_path, storage_options, tree_bytes, vector_column
 
 # a chunk_id keeps its text; these are what can change under it (the vector follows embedding_version)
 MUTABLE = ("access", "commit", "embedding_version")
@@ -99,16 +99,12 @@ class Hits(NamedTuple):
     distances: list[float]  # cosine distance, 1 - cosine similarity
 
 
-def connect(db_dir: str | AnyPath, **options) -> lancedb.DBConnection:
-    """LanceDB at a local directory or, for a `Location`, on its object store."""
-    if isinstance(db_dir, Location):
-        options["storage_options"] = storage_options()
-    return lancedb.connect(str(db_dir), **options)
-
-
 def open_table(db_dir: str | AnyPath, table_name: str) -> lancedb.table.Table:
     """A served table; the reader follows new versions, so a cleanup never pulls files from under it."""
-    return connect(db_dir, read_consistency_interval=timedelta(seconds=5)).open_table(table_name)
+    db = lancedb.connect(
+        str(db_dir), read_consistency_interval=timedelta(seconds=5), storage_options=storage_options(db_dir)
+    )
+    return db.open_table(table_name)
 
 
 def access_filter(groups: Sequence[str] | None) -> str | None:
@@ -261,7 +257,7 @@ def sync_table(
     if len(ids.unique()) != len(ids):
         raise ValueError(f"table {table_name}: duplicate chunk_ids in the rows")
 
-    db = connect(db_dir)
+    db = lancedb.connect(str(db_dir), storage_options=storage_options(db_dir))
     table = _open_or_create(db, table_name, schema)
     batches = pa.RecordBatchReader.from_batches(schema, _checked_batches(rows, schema, table_name))
     if table.schema.field("vector").type != schema.field("vector").type:

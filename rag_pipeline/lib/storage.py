@@ -45,8 +45,10 @@ def s3_filesystem() -> pafs.S3FileSystem:
     return pafs.S3FileSystem(**options)
 
 
-def storage_options() -> dict[str, str]:
-    """The same settings in the form LanceDB's object store takes."""
+def storage_options(path: str | AnyPath) -> dict[str, str] | None:
+    """For a `Location`, the same settings in the form LanceDB's object store takes."""
+    if not isinstance(path, Location):
+        return None
     options = {"aws_region": _region()}
     names = {"AWS_ACCESS_KEY_ID": "aws_access_key_id", "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key"}
     options |= {key: os.environ[var] for var, key in names.items() if os.environ.get(var)}
