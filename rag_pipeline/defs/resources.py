@@ -3,13 +3,14 @@ the embedder and the retrieval settings. Defaults come from `rag_pipeline.settin
 
 from __future__ import annotations
 
+import hashlib
 import json
+import tempfile
 from functools import cache
 from pathlib import Path
 
 import dagster as dg
 import pandas as pd
-import pyarrow.parquet as pq
 
 from rag_pipeline.lib.backends import make_embedder
 from rag_pipeline.lib.bundled_repo import ensure_repository
@@ -18,7 +19,7 @@ from rag_pipeline.lib.notes import SourceNote, open_repository, read_notes, reso
 from rag_pipeline.lib.questions import Question, load_questions
 from rag_pipeline.lib.rerank import HttpReranker
 from rag_pipeline.lib.retrievers import RetrievalSettings, RetrieverSpec, parse_retriever
-from rag_pipeline.lib.storage import write_bytes
+from rag_pipeline.lib.storage import AnyPath, Location, location, read_frame, write_bytes
 from rag_pipeline.lib.vectorstore import VectorStore, version_key
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO, DEFAULTS, Settings
 
@@ -26,12 +27,21 @@ D = DEFAULTS
 
 
 class DataStore(dg.ConfigurableResource):
-    """The data directory every output goes under."""
+    """The data directory every output goes under: a local path or an `s3://bucket/prefix` URL."""
 
     data_dir: str = D.data_dir
 
-    def path(self, *parts: str) -> Path:
-        return Path(self.data_dir).expanduser().resolve().joinpath(*parts)
+    def path(self, *parts: str) -> AnyPath:
+        return location(self.data_dir).joinpath(*parts)
+
+    def local(self, *parts: str) -> Path:
+        """Under the data directory when it is local; else under a local cache of this machine (git
+        mirrors need a real disk)."""
+        root = location(self.data_dir)
+        if isinstance(root, Location):
+            digest = hashlib.sha256(self.data_dir.encode()).hexdigest()[:16]
+            root = Path(tempfile.gettempdir()) / "rag-pipeline-cache" / digest
+        return root.joinpath(*parts)
 
     def vector_store(self, embedder: Embedder) -> VectorStore:
         return VectorStore(self.path("vectors"), embedder.embedding_version, embedder.dim)
@@ -39,9 +49,9 @@ class DataStore(dg.ConfigurableResource):
     def previous(self, storage_path: str) -> pd.DataFrame | None:
         """An asset's last written output, the base of its incremental rebuild."""
         path = self.path(storage_path)
-        return pq.read_table(path).to_pandas() if path.exists() else None
+        return read_frame(path) if path.exists() else None
 
-    def embeddings_path(self, embedding_version: str, strategy: str) -> Path:
+    def embeddings_path(self, embedding_version: str, strategy: str) -> AnyPath:
         return self.path("embeddings", version_key(embedding_version), f"{strategy}.parquet")
 
 
@@ -59,8 +69,8 @@ class NotesRepository(dg.ConfigurableResource):
 
     def _open(self, store: DataStore):
         if not self.repo:
-            return open_repository(str(ensure_repository(BUNDLED_CORPUS, BUNDLED_REPO)), store.path("git"))
-        return open_repository(self.repo, store.path("git"))
+            return open_repository(str(ensure_repository(BUNDLED_CORPUS, BUNDLED_REPO)), store.local("git"))
+        return open_repository(self.repo, store.local("git"))
 
     def location(self) -> str:
         return self.repo or str(BUNDLED_REPO)
@@ -86,7 +96,7 @@ class QuestionsFile(dg.ConfigurableResource):
 
 
 @cache
-def _embedder(options: str, identities: str) -> Embedder:
+def _embedder(options: str, identities: AnyPath) -> Embedder:
     """One embedder per configuration and data directory per process (a model loads, a client pools, once).
 
     A server's model identity is kept in `identities` (a JSON file beside the vectors), so a run
@@ -95,7 +105,7 @@ def _embedder(options: str, identities: str) -> Embedder:
     key = json.dumps(
         {k: v for k, v in settings.items() if k not in ("concurrency", "timeout", "max_retries")}
     )
-    path = Path(identities)
+    path = identities
     known = json.loads(path.read_text()) if path.exists() else {}
 
     def remember(identity: dict) -> None:
@@ -147,7 +157,7 @@ class EmbedderResource(dg.ConfigurableResource):
                     "model_revision": self.revision,
                 }
         identities = store.path("vectors", "identities.json")
-        return _embedder(json.dumps(options, sort_keys=True), str(identities))
+        return _embedder(json.dumps(options, sort_keys=True), identities)
 
 
 class RetrievalResource(dg.ConfigurableResource):

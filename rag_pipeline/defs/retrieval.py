@@ -2,7 +2,6 @@
 
 import dagster as dg
 import pandas as pd
-import pyarrow.parquet as pq
 
 from rag_pipeline.defs.io import forward_logs, versioned
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
@@ -14,7 +13,7 @@ from rag_pipeline.lib.lexical import make_analyzer
 from rag_pipeline.lib.metrics import relevant_column
 from rag_pipeline.lib.questions import asker_groups, questions_from_frame, usable
 from rag_pipeline.lib.retrievers import ChunkIndex, lexical_miss_share
-from rag_pipeline.lib.storage import vector_matrix
+from rag_pipeline.lib.storage import read_table, vector_matrix
 from rag_pipeline.lib.tokenstore import TokenStore
 from rag_pipeline.lib.vectorstore import embed_cached
 
@@ -65,7 +64,7 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
                 f"{path}: no embeddings of {strategy.name!r} for embedding_version "
                 f"{model.embedding_version!r}; materialize embeddings_{strategy.key} first"
             )
-        table = pq.read_table(path)
+        table = read_table(path)
         if table.column("chunk_id").to_pylist() != chunks["chunk_id"].tolist():
             raise ValueError(
                 f"{path} is older than chunks_{strategy.key}: materialize embeddings_{strategy.key}"

@@ -6,7 +6,6 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from rag_pipeline.defs.io import data_version
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, NotesRepository, QuestionsFile
@@ -15,7 +14,7 @@ from rag_pipeline.lib.questions import asker_groups, usable
 from rag_pipeline.lib.report import to_markdown
 from rag_pipeline.lib.serving import MUTABLE, AnnConfig, open_table, serving_rows, sync_table
 from rag_pipeline.lib.serving_eval import MIN_RECALL, RECALL_K, serving_eval, serving_problems
-from rag_pipeline.lib.storage import vector_matrix, write_table
+from rag_pipeline.lib.storage import read_table, vector_matrix, write_table
 from rag_pipeline.lib.vectorstore import embed_cached
 from rag_pipeline.settings import DEFAULTS
 
@@ -45,7 +44,7 @@ def passage_vectors(
         raise FileNotFoundError(
             f"{path}: no vectors for {embedding_version!r}; materialize embeddings_{strategy.key}"
         )
-    table = pq.read_table(path, columns=["chunk_id", "vector"])
+    table = read_table(path, columns=["chunk_id", "vector"])
     if table.column("chunk_id").to_pylist() != chunk_ids:
         raise ValueError(
             f"{path} holds other chunks than chunks_{strategy.key}: materialize embeddings_{strategy.key}"

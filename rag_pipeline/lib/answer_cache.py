@@ -16,11 +16,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from rag_pipeline.lib.answers import Prompt, Reply
 from rag_pipeline.lib.llm import LLM, LLMError
-from rag_pipeline.lib.storage import write_bytes, write_table
+from rag_pipeline.lib.storage import AnyPath, as_path, read_table, write_bytes, write_table
 from rag_pipeline.lib.vectorstore import version_key
 
 Progress = Callable[[int, int], None]  # (answers received, answers to ask for)
@@ -46,22 +45,22 @@ class AnswerCache:
 
     MAX_SEGMENTS = 32
 
-    def __init__(self, root: Path, llm_version: str):
+    def __init__(self, root: str | AnyPath, llm_version: str):
         self.llm_version = llm_version
-        self.dir = Path(root) / version_key(llm_version)
+        self.dir = as_path(root) / version_key(llm_version)
         self._replies: dict[str, Reply] | None = None
         manifest = self.dir / "version.json"
         if not manifest.exists():
             write_bytes(json.dumps({"llm_version": llm_version}, indent=1).encode(), manifest)
 
-    def _segments(self) -> list[Path]:
+    def _segments(self) -> list[AnyPath]:
         return sorted(self.dir.glob("segment-*.parquet"))
 
     def _load(self) -> dict[str, Reply]:
         if self._replies is None:
             self._replies = {}
             for path in self._segments():
-                for row in pq.read_table(path).to_pylist():
+                for row in read_table(path).to_pylist():
                     key = row.pop("prompt_hash")
                     self._replies[key] = Reply(**row)
         return self._replies

@@ -16,12 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from rag_pipeline.lib.lexical import BM25, count_terms, term_matrix
 from rag_pipeline.lib.retrievers import ChunkIndex
-from rag_pipeline.lib.storage import write_table
+from rag_pipeline.lib.storage import AnyPath, read_table, write_table
 
 
 @dataclass
@@ -84,10 +83,10 @@ def counted(index: ChunkIndex, contextual: bool, rows: np.ndarray, terms: list[s
     return Columns(pd.Index([], dtype=object), counts @ np.ones(counts.shape[1]), kept, list(terms))
 
 
-def load_columns(path: Path, stamp: str) -> Columns | None:
+def load_columns(path: AnyPath, stamp: str) -> Columns | None:
     if not path.exists():
         return None
-    table = pq.read_table(path)
+    table = read_table(path)
     metadata = table.schema.metadata or {}
     if metadata.get(b"stamp", b"").decode() != stamp:
         return None

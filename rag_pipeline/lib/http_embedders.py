@@ -13,6 +13,7 @@ replaced under the same name fails the run instead of mixing two models' vectors
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Callable
@@ -47,8 +48,10 @@ class HttpEmbedder(Embedder):
         on_identity: Callable[[Identity], None] | None = None,
         **client: Any,
     ):
-        """`client`: JsonClient's timeout, max_retries, backoff and headers."""
-        self.url = url.rstrip("/")
+        """`url` may list several servers of the same model, comma-separated: requests go to them in
+        turn, `concurrency` at a time each. `client`: JsonClient's timeout, max_retries, backoff and headers."""
+        urls = [u.strip().rstrip("/") for u in url.split(",") if u.strip()]
+        self.url = ",".join(urls)
         self.model = model
         self._identity = identity
         self._verified = False
@@ -56,10 +59,12 @@ class HttpEmbedder(Embedder):
         default_q, default_p = e5_prefixes(model)
         self.query_prefix = default_q if query_prefix is None else query_prefix
         self.passage_prefix = default_p if passage_prefix is None else passage_prefix
-        self.concurrency = max(1, concurrency)
-        self.http = JsonClient(
-            url, f"{self.backend} (model {model!r})", connections=self.concurrency, **client
-        )
+        self.servers = [
+            JsonClient(u, f"{self.backend} (model {model!r})", connections=max(1, concurrency), **client)
+            for u in urls
+        ]
+        self.concurrency = max(1, concurrency) * len(urls)
+        self._turn = itertools.count()  # next() on a count is atomic under the GIL: a lock-free round robin
 
     # -- identity ----------------------------------------------------------
     def probe(self) -> Identity:
@@ -100,7 +105,7 @@ class HttpEmbedder(Embedder):
     # -- requests ----------------------------------------------------------
     def post(self, path: str, body: dict[str, Any]) -> Any:
         try:
-            return self.http.post(path, body)
+            return self.servers[next(self._turn) % len(self.servers)].post(path, body)
         except ServerError as exc:
             raise self.client_error(exc) from exc
 

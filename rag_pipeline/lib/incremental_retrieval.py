@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from rag_pipeline.lib.bm25_cache import question_bm25
 from rag_pipeline.lib.dense import Mask, best, dense_scores, top_k
@@ -37,7 +36,7 @@ from rag_pipeline.lib.retrievers import (
     plan,
 )
 from rag_pipeline.lib.segments import text_hash
-from rag_pipeline.lib.storage import write_table
+from rag_pipeline.lib.storage import AnyPath, as_path, read_table, write_table
 
 
 def retrieve_incremental(
@@ -66,13 +65,13 @@ def retrieve_incremental(
     base = {}
     for name in bases:
         if parse_retriever(name).ranker == "dense":
-            path = Path(cache_dir) / f"{name}.parquet"
+            path = as_path(cache_dir) / f"{name}.parquet"
             base[name] = cached_dense_hits(
                 index, name, query_vectors, query_texts, depth, path, version, masks, askers
             )
         else:
             contextual = parse_retriever(name).contextual
-            path = Path(cache_dir) / f"{name}.terms.parquet"
+            path = as_path(cache_dir) / f"{name}.terms.parquet"
             index.use_bm25(contextual, question_bm25(index, contextual, tokens, path))
             base[name] = base_hits(index, name, query_vectors, tokens, depth, masks)
     return assemble(index, specs, base, question_ids, query_texts, settings, reranker)
@@ -158,11 +157,11 @@ def cache_stamp(name: str, version: str, keep: int) -> str:
     return json.dumps({"retriever": name, "version": version, "keep": keep, "format": 2}, sort_keys=True)
 
 
-def load_candidates(path: Path, stamp: str) -> Candidates | None:
+def load_candidates(path: AnyPath, stamp: str) -> Candidates | None:
     """The kept lists, or None when there are none or they were made with other inputs."""
     if not path.exists():
         return None
-    table = pq.read_table(path)
+    table = read_table(path)
     if (table.schema.metadata or {}).get(b"stamp", b"").decode() != stamp:
         return None
     frame = table.to_pandas()

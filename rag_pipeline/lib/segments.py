@@ -14,13 +14,11 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from rag_pipeline.lib.storage import write_table
+from rag_pipeline.lib.storage import AnyPath, as_path, file_size, parquet_file, read_table, write_table
 
 KEY = "S32"  # text hashes are 32 hex characters
 
@@ -42,21 +40,21 @@ def keys_of(hashes: list[str] | pa.ChunkedArray) -> np.ndarray:
 
 @dataclass
 class Segment:
-    path: Path
+    path: AnyPath
     keys: np.ndarray  # hashes in row order
     order: np.ndarray  # argsort of keys
     group_starts: np.ndarray  # first row of each row group
     size: int  # bytes on disk
 
     @classmethod
-    def open(cls, path: Path, keys: np.ndarray | None = None) -> Segment:
+    def open(cls, path: AnyPath, keys: np.ndarray | None = None) -> Segment:
         """The segment's index, from its `text_hash` column unless the caller has its `keys`."""
-        file = pq.ParquetFile(path)
+        file = parquet_file(path)
         if keys is None:
             keys = keys_of(file.read(columns=["text_hash"]).column(0))
         sizes = [file.metadata.row_group(i).num_rows for i in range(file.num_row_groups)]
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        return cls(path, keys, np.argsort(keys, kind="stable"), starts, path.stat().st_size)
+        return cls(path, keys, np.argsort(keys, kind="stable"), starts, file_size(path))
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """Row of each key, -1 where absent."""
@@ -70,7 +68,7 @@ class Segment:
         self, rows: np.ndarray, columns: list[str], dictionary: list[str]
     ) -> list[tuple[pa.Table, np.ndarray]]:
         """(table, indices into `rows`) per row group read, each group read only when a row lies in it."""
-        file = pq.ParquetFile(self.path, read_dictionary=dictionary or None)
+        file = parquet_file(self.path, read_dictionary=dictionary or None)
         group = np.searchsorted(self.group_starts, rows, side="right") - 1
         parts = []
         for g in np.unique(group):
@@ -89,8 +87,8 @@ class SegmentStore:
     dictionary_columns: tuple[str, ...] = ()  # read as dictionary arrays
     write_options: dict = {"compression": "zstd", "write_statistics": False}  # nothing filters on them
 
-    def __init__(self, directory: Path):
-        self.dir = Path(directory)
+    def __init__(self, directory: str | AnyPath):
+        self.dir = as_path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self._segments: dict[str, Segment] = {}
         self._indexed = False  # the index is read on first use: a run that needs no row reads nothing
@@ -100,7 +98,7 @@ class SegmentStore:
             self.refresh()
         return self._segments
 
-    def _paths(self) -> list[Path]:
+    def _paths(self) -> list[AnyPath]:
         return sorted(self.dir.glob("segment-*.parquet"))
 
     def refresh(self) -> None:
@@ -188,7 +186,7 @@ class SegmentStore:
 
     def _merge(self, victims: list[Segment]) -> bool:
         try:
-            table = pa.concat_tables([pq.read_table(s.path) for s in victims])
+            table = pa.concat_tables([read_table(s.path) for s in victims])
         except FileNotFoundError:  # another process is compacting them
             return False
         # one row per hash, in the order written (rows of one write stay together)

@@ -11,7 +11,6 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import NamedTuple
 
 import lancedb
@@ -20,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 from lancedb.index import HnswSq, IvfPq
 
-from rag_pipeline.lib.storage import vector_column
+from rag_pipeline.lib.storage import AnyPath, as_path, storage_options, tree_bytes, vector_column
 
 # a chunk_id keeps its text; these are what can change under it (the vector follows embedding_version)
 MUTABLE = ("access", "commit", "embedding_version")
@@ -100,9 +99,11 @@ class Hits(NamedTuple):
     distances: list[float]  # cosine distance, 1 - cosine similarity
 
 
-def open_table(db_dir: str | Path, table_name: str) -> lancedb.table.Table:
+def open_table(db_dir: str | AnyPath, table_name: str) -> lancedb.table.Table:
     """A served table; the reader follows new versions, so a cleanup never pulls files from under it."""
-    db = lancedb.connect(str(db_dir), read_consistency_interval=timedelta(seconds=5))
+    db = lancedb.connect(
+        str(db_dir), read_consistency_interval=timedelta(seconds=5), storage_options=storage_options(db_dir)
+    )
     return db.open_table(table_name)
 
 
@@ -230,7 +231,7 @@ def _sync_index(table: lancedb.table.Table, ann: AnnConfig, dim: int, churn: int
 
 
 def sync_table(
-    db_dir: str | Path,
+    db_dir: str | AnyPath,
     table_name: str,
     rows: pa.Table,
     *,
@@ -256,7 +257,7 @@ def sync_table(
     if len(ids.unique()) != len(ids):
         raise ValueError(f"table {table_name}: duplicate chunk_ids in the rows")
 
-    db = lancedb.connect(str(db_dir))
+    db = lancedb.connect(str(db_dir), storage_options=storage_options(db_dir))
     table = _open_or_create(db, table_name, schema)
     batches = pa.RecordBatchReader.from_batches(schema, _checked_batches(rows, schema, table_name))
     if table.schema.field("vector").type != schema.field("vector").type:
@@ -285,7 +286,6 @@ def sync_table(
             # LanceDB warns that retain=0 breaks readers of old versions: the caller chose it
             warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
             table.optimize(cleanup_older_than=retain)
-    files = [f for f in (Path(db_dir) / f"{table_name}.lance").rglob("*") if f.is_file()]
     return {
         "table": table_name,
         "version": table.version,
@@ -293,5 +293,5 @@ def sync_table(
         **changes,
         **index,
         "versions_kept": len(table.list_versions()),
-        "disk_bytes": sum(f.stat().st_size for f in files),
+        "disk_bytes": tree_bytes(as_path(db_dir) / f"{table_name}.lance"),
     }

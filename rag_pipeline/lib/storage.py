@@ -1,19 +1,174 @@
-"""Atomic Parquet and file writes: a reader sees the old file or the new one, never half of one."""
+"""Atomic Parquet and file writes: a reader sees the old file or the new one, never half of one.
+
+The data directory is a local path or an object-store URL (`s3://bucket/prefix`): a local one is a
+`pathlib.Path`, a remote one a `Location` with the few `Path` methods the pipeline uses. Locally a
+file is written beside its target and renamed over it; on an object store one upload already
+publishes the whole object at once, so it goes straight to its key.
+"""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 
-def _atomic(path: Path, write) -> None:
+def _endpoint() -> str:
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+
+
+def _region() -> str:
+    return os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"
+
+
+def s3_filesystem() -> pafs.S3FileSystem:
+    """S3 with the standard AWS_* variables: keys, region and an endpoint for S3-compatible stores."""
+    endpoint = urlparse(_endpoint())
+    options = {"region": _region()}
+    if endpoint.netloc:
+        options |= {"endpoint_override": endpoint.netloc, "scheme": endpoint.scheme or "https"}
+    if os.environ.get("AWS_ACCESS_KEY_ID"):
+        options |= {
+            "access_key": os.environ["AWS_ACCESS_KEY_ID"],
+            "secret_key": os.environ.get("AWS_SECRET_ACCESS_KEY", ""),
+        }
+    return pafs.S3FileSystem(**options)
+
+
+def storage_options(path: str | AnyPath) -> dict[str, str] | None:
+    """For a `Location`, the same settings in the form LanceDB's object store takes."""
+    if not isinstance(path, Location):
+        return None
+    options = {"aws_region": _region()}
+    names = {"AWS_ACCESS_KEY_ID": "aws_access_key_id", "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key"}
+    options |= {key: os.environ[var] for var, key in names.items() if os.environ.get(var)}
+    if _endpoint():
+        options |= {"aws_endpoint": _endpoint(), "allow_http": str(_endpoint().startswith("http:")).lower()}
+    return options
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """An object on an object store, or a prefix of objects, named like a path: `bucket/key`."""
+
+    key: str
+    fs: pafs.FileSystem = field(compare=False, repr=False)
+    scheme: str = field(default="s3", compare=False)
+
+    def __truediv__(self, part: str) -> Location:
+        return Location(f"{self.key.rstrip('/')}/{part}", self.fs, self.scheme)
+
+    def joinpath(self, *parts: str) -> Location:
+        location = self
+        for part in parts:
+            location = location / part
+        return location
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.key}"
+
+    @property
+    def name(self) -> str:
+        return self.key.rsplit("/", 1)[-1]
+
+    @property
+    def parent(self) -> Location:
+        return Location(self.key.rsplit("/", 1)[0], self.fs, self.scheme)
+
+    def exists(self) -> bool:
+        return self.fs.get_file_info(self.key).type != pafs.FileType.NotFound
+
+    def size(self) -> int:
+        return self.fs.get_file_info(self.key).size
+
+    def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
+        """Object stores have no directories: a prefix exists once an object is under it."""
+
+    def unlink(self, missing_ok: bool = False) -> None:
+        if missing_ok and not self.exists():
+            return
+        self.fs.delete_file(self.key)
+
+    def files(self, pattern: str = "*", recursive: bool = False) -> list[Location]:
+        """The objects under this prefix whose name matches `pattern`, sorted."""
+        infos = self.fs.get_file_info(pafs.FileSelector(self.key, allow_not_found=True, recursive=recursive))
+        return sorted(
+            Location(i.path, self.fs, self.scheme)
+            for i in infos
+            if i.type == pafs.FileType.File and fnmatch.fnmatchcase(i.base_name, pattern)
+        )
+
+    def glob(self, pattern: str) -> list[Location]:
+        return self.files(pattern)
+
+    def read_bytes(self) -> bytes:
+        with self.fs.open_input_stream(self.key) as stream:
+            return stream.read()
+
+    def read_text(self, encoding: str = "utf-8") -> str:
+        return self.read_bytes().decode(encoding)
+
+
+AnyPath = Path | Location
+
+
+def location(root: str) -> AnyPath:
+    """`root` as a local path or, for an `s3://` URL, a `Location`."""
+    if root.startswith("s3://"):
+        return Location(root.removeprefix("s3://").rstrip("/"), s3_filesystem())
+    if "://" in root:
+        raise ValueError(f"{root}: only local paths and s3:// URLs are supported")
+    return Path(root).expanduser().resolve()
+
+
+def as_path(path: str | AnyPath) -> AnyPath:
+    return path if isinstance(path, Location) else Path(path)
+
+
+def file_size(path: AnyPath) -> int:
+    return path.size() if isinstance(path, Location) else path.stat().st_size
+
+
+def tree_bytes(path: AnyPath) -> int:
+    """The size of every file under directory `path`."""
+    if isinstance(path, Location):
+        return sum(f.size() for f in path.files(recursive=True))
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def read_table(path: AnyPath, **options) -> pa.Table:
+    """`options` go to `pq.read_table` (columns, ...)."""
+    if isinstance(path, Location):
+        return pq.read_table(path.key, filesystem=path.fs, **options)
+    return pq.read_table(path, **options)
+
+
+def read_frame(path: AnyPath, **options) -> pd.DataFrame:
+    return read_table(path, **options).to_pandas()
+
+
+def parquet_file(path: AnyPath, **options) -> pq.ParquetFile:
+    if isinstance(path, Location):
+        return pq.ParquetFile(path.fs.open_input_file(path.key), **options)
+    return pq.ParquetFile(path, **options)
+
+
+def _atomic(path: AnyPath, write) -> None:
+    if isinstance(path, Location):
+        with path.fs.open_output_stream(path.key) as stream:  # the object appears when the upload completes
+            write(stream)
+        return
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -26,18 +181,24 @@ def _atomic(path: Path, write) -> None:
         raise
 
 
-def write_table(table: pa.Table, path: Path, **options) -> None:
+def write_table(table: pa.Table, path: str | AnyPath, **options) -> None:
     """`options` go to `pq.write_table` (default compression: zstd)."""
     options = {"compression": "zstd"} | options
-    _atomic(Path(path), lambda tmp: pq.write_table(table, tmp, **options))
+    _atomic(as_path(path), lambda out: pq.write_table(table, out, **options))
 
 
-def write_frame(frame: pd.DataFrame, path: Path) -> None:
+def write_frame(frame: pd.DataFrame, path: str | AnyPath) -> None:
     write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
 
 
-def write_bytes(data: bytes, path: Path) -> None:
-    _atomic(Path(path), lambda tmp: Path(tmp).write_bytes(data))
+def write_bytes(data: bytes, path: str | AnyPath) -> None:
+    def write(out) -> None:
+        if isinstance(out, str):
+            Path(out).write_bytes(data)
+        else:
+            out.write(data)
+
+    _atomic(as_path(path), write)
 
 
 def vector_column(vectors: np.ndarray) -> pa.FixedSizeListArray:
@@ -60,13 +221,18 @@ def table_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def publish_directory(path: Path, files: dict[str, bytes], keep: tuple[str, ...] = ()) -> None:
+def publish_directory(path: AnyPath, files: dict[str, bytes], keep: tuple[str, ...] = ()) -> None:
     """Make `files` the content of directory `path` all at once, or not at all.
 
     They are written to a fresh sibling directory and `path`, a symbolic link, is switched to it in
     one rename: a reader sees the previous set or the new one, never a mix. The previous set is
-    removed afterwards; the files named in `keep` (written by another publisher) are carried over."""
-    path = Path(path)
+    removed afterwards; the files named in `keep` (written by another publisher) are carried over.
+    An object store has no such rename: there each file is replaced on its own, whole, so a reader
+    may see new files beside old ones while the set is being written (and `keep` files stay)."""
+    if isinstance(path, Location):
+        for name, data in files.items():
+            write_bytes(data, path / name)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     target = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}-"))
     try:

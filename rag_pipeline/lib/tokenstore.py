@@ -8,7 +8,6 @@ text's term counts do not: they are kept in immutable Parquet segments under
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +15,7 @@ import scipy.sparse as sp
 
 from rag_pipeline.lib.lexical import BM25, Analyzer, count_terms, term_matrix
 from rag_pipeline.lib.segments import SegmentStore, text_hash, version_key
-from rag_pipeline.lib.storage import write_bytes
+from rag_pipeline.lib.storage import AnyPath, as_path, write_bytes
 
 
 class TokenStore(SegmentStore):
@@ -25,9 +24,9 @@ class TokenStore(SegmentStore):
     dictionary_columns = ("terms.list.element",)
     batch_chars = 1_000_000  # characters tokenized per segment written: bounds memory, keeps progress
 
-    def __init__(self, root: Path, analyzer: Analyzer):
+    def __init__(self, root: str | AnyPath, analyzer: Analyzer):
         self.analyzer = analyzer
-        super().__init__(Path(root) / version_key(analyzer.version))
+        super().__init__(as_path(root) / version_key(analyzer.version))
         manifest = self.dir / "version.json"
         if not manifest.exists():
             body = {"analyzer": analyzer.name, "version": analyzer.version}

@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.lib.embedders import Embedder, EmbeddingError, Kind
 from rag_pipeline.lib.segments import SegmentStore, text_hash, version_key
-from rag_pipeline.lib.storage import vector_column, vector_matrix, write_bytes
+from rag_pipeline.lib.storage import AnyPath, as_path, vector_column, vector_matrix, write_bytes
 
 __all__ = ["VectorStore", "embed_cached", "text_hash", "version_key"]
 
@@ -28,10 +27,10 @@ class VectorStore(SegmentStore):
     # float vectors barely compress, and a flush (every 64 texts) should be cheap
     write_options = {"compression": "none", "use_dictionary": False, "write_statistics": False}
 
-    def __init__(self, root: Path, embedding_version: str, dim: int):
+    def __init__(self, root: str | AnyPath, embedding_version: str, dim: int):
         self.embedding_version = embedding_version
         self.dim = dim
-        super().__init__(Path(root) / version_key(embedding_version))
+        super().__init__(as_path(root) / version_key(embedding_version))
         manifest = self.dir / "version.json"
         if not manifest.exists():
             body = {"embedding_version": embedding_version, "dim": dim}
