@@ -10,7 +10,6 @@ from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.embedders import progress_reporter, vector_problems
 from rag_pipeline.lib.retrievers import contextual_text
 from rag_pipeline.lib.storage import vector_column, write_table
-from rag_pipeline.lib.vectorstore import embed_cached
 
 
 def embeddings_asset(strategy: Strategy) -> dg.AssetsDefinition:
@@ -47,14 +46,8 @@ def embeddings_asset(strategy: Strategy) -> dg.AssetsDefinition:
             texts += [contextual_text(h, t) for h, t in zip(chunks["heading_path"], chunks["text"])]
             labels += [f"{label} (with context)" for label in labels]
         with forward_logs(context):
-            matrix, hashes, embedded = embed_cached(
-                model,
-                store.vector_store(model),
-                texts,
-                "passage",
-                labels=labels,
-                batch_size=embedder.batch_size,
-                progress=progress_reporter(context.log.info, name),
+            matrix, hashes, embedded = embedder.embed(
+                store, texts, "passage", labels, progress_reporter(context.log.info, name)
             )
         n = len(chunks)
         columns = {

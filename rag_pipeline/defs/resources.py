@@ -10,17 +10,18 @@ from functools import cache
 from pathlib import Path
 
 import dagster as dg
+import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.backends import make_embedder
 from rag_pipeline.lib.bundled_repo import ensure_repository
-from rag_pipeline.lib.embedders import Embedder
+from rag_pipeline.lib.embedders import Embedder, Kind
 from rag_pipeline.lib.notes import SourceNote, open_repository, read_notes, resolve_commit
 from rag_pipeline.lib.questions import Question, load_questions
 from rag_pipeline.lib.rerank import HttpReranker
 from rag_pipeline.lib.retrievers import RetrievalSettings, RetrieverSpec, parse_retriever
 from rag_pipeline.lib.storage import AnyPath, Location, location, read_frame, write_bytes
-from rag_pipeline.lib.vectorstore import VectorStore, version_key
+from rag_pipeline.lib.vectorstore import Progress, VectorStore, embed_cached, version_key
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO, DEFAULTS, Settings
 
 D = DEFAULTS
@@ -158,6 +159,34 @@ class EmbedderResource(dg.ConfigurableResource):
                 }
         identities = store.path("vectors", "identities.json")
         return _embedder(json.dumps(options, sort_keys=True), identities)
+
+    def embed(
+        self,
+        store: DataStore,
+        texts: list[str],
+        kind: Kind,
+        labels: list[str],
+        progress: Progress | None = None,
+    ) -> tuple[np.ndarray, list[str], int]:
+        """`embed_cached` through the store's vectors: (vectors, text hashes, texts sent to the embedder)."""
+        model = self.get(store)
+        return embed_cached(
+            model,
+            store.vector_store(model),
+            texts,
+            kind,
+            labels=labels,
+            batch_size=self.batch_size,
+            progress=progress,
+        )
+
+    def embed_questions(
+        self, store: DataStore, questions: pd.DataFrame, progress: Progress | None = None
+    ) -> tuple[np.ndarray, int]:
+        """The questions' query vectors, and how many were sent to the embedder."""
+        labels = [f"question {q}" for q in questions["question_id"]]
+        vectors, _, embedded = self.embed(store, questions["q"].tolist(), "query", labels, progress)
+        return vectors, embedded
 
 
 class RetrievalResource(dg.ConfigurableResource):

@@ -15,7 +15,6 @@ from rag_pipeline.lib.questions import asker_groups, questions_from_frame, usabl
 from rag_pipeline.lib.retrievers import ChunkIndex, lexical_miss_share
 from rag_pipeline.lib.storage import read_table, vector_matrix
 from rag_pipeline.lib.tokenstore import TokenStore
-from rag_pipeline.lib.vectorstore import embed_cached
 
 
 def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
@@ -80,14 +79,8 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
         )
         query_texts = questions["q"].tolist()
         with forward_logs(context):
-            query_vectors, _, embedded = embed_cached(
-                model,
-                store.vector_store(model),
-                query_texts,
-                "query",
-                labels=[f"question {q}" for q in questions["question_id"]],
-                batch_size=embedder.batch_size,
-                progress=progress_reporter(context.log.info, f"{name} questions"),
+            query_vectors, embedded = embedder.embed_questions(
+                store, questions, progress_reporter(context.log.info, f"{name} questions")
             )
         frame = retrieve_incremental(
             index,

@@ -15,7 +15,6 @@ from rag_pipeline.lib.report import to_markdown
 from rag_pipeline.lib.serving import MUTABLE, AnnConfig, open_table, serving_rows, sync_table
 from rag_pipeline.lib.serving_eval import MIN_RECALL, RECALL_K, serving_eval, serving_problems
 from rag_pipeline.lib.storage import read_table, vector_matrix, write_table
-from rag_pipeline.lib.vectorstore import embed_cached
 from rag_pipeline.settings import DEFAULTS
 
 DB_DIR = "lancedb"
@@ -86,14 +85,7 @@ def measure(
             f"table {strategy.key} holds vectors of {sorted(versions)}, not of {model.embedding_version!r}: "
             f"materialize index_{strategy.key}"
         )
-    vectors, _, _ = embed_cached(
-        model,
-        store.vector_store(model),
-        questions["q"].tolist(),
-        "query",
-        labels=[f"question {q}" for q in questions["question_id"]],
-        batch_size=embedder.batch_size,
-    )
+    vectors, _ = embedder.embed_questions(store, questions)
     frame = serving_eval(table, strategy.name, vectors, askers(questions), ann=serving.ann())
     return frame.assign(table_version=table.version, embedding_version=model.embedding_version)
 
