@@ -1,23 +1,112 @@
-"""`python -m rag_pipeline.run`: what `make run` does. Observes the notes head, then runs the
-`index_and_evaluate` job on what is stale only, hop by hop, in the instance `DAGSTER_HOME` names,
-so the runs show in the UI under the job and a no-op run executes nothing but the observation."""
+"""`python -m rag_pipeline.run`: what `make run` does. Plans as the sensor does (observe the notes head
+and the questions file, find what is stale), then launches one run of the `index_and_evaluate` job
+with the stale assets and all downstream of them, through `dagster job launch`, so the run is a run
+of the job as the UI knows it (its page, the timeline). Nothing stale: nothing runs."""
 
+from __future__ import annotations
+
+import json
+import subprocess
 import sys
+import time
+import uuid
 
 import dagster as dg
 
-from rag_pipeline.definitions import defs, index_and_evaluate
-from rag_pipeline.defs.staleness import run_stale
+from rag_pipeline.settings import PROJECT_ROOT, SettingsError
+
+MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
+QUEUED_PATIENCE_S = 30
+WORKSPACE = PROJECT_ROOT / "workspace.yaml"
+
+
+def launch(job: str, request: dg.RunRequest) -> str:
+    """Start the planned run through Dagster's run launcher; returns its run id."""
+    run_id = str(uuid.uuid4())
+    command = [sys.executable, "-m", "dagster", "job", "launch", "-w", str(WORKSPACE), "-j", job]
+    command += ["--run-id", run_id, "--config-json", json.dumps(request.run_config)]
+    command += [
+        "--tags",
+        json.dumps(request.tags),
+        "-o",
+        ",".join(k.to_user_string() for k in request.asset_selection),
+    ]
+    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    if done.returncode:
+        lines = [line for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
+        raise RuntimeError(f"dagster job launch failed: {lines[-1] if lines else done.returncode}")
+    return run_id
+
+
+def follow(instance: dg.DagsterInstance, run_id: str, echo=print) -> dg.DagsterRun:
+    """Wait for the run, printing a line per asset done and the steps' failures."""
+    seen = 0
+    started = time.monotonic()
+    while True:
+        run = instance.get_run_by_id(run_id)
+        records = instance.all_logs(run_id)
+        for entry in records[seen:]:
+            event = entry.dagster_event
+            if event is None:
+                if entry.user_message and (entry.level >= 30 or "embedded" in entry.user_message):
+                    echo(f"  {entry.user_message.splitlines()[0][:160]}")
+                continue
+            if event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
+                data = event.event_specific_data.materialization
+                reused = "reused" in data.metadata
+                echo(f"  {'reused' if reused else 'done  '}  {data.asset_key.to_user_string()}")
+            elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
+                error = event.event_specific_data.error
+                message = error.message.strip().splitlines()[-1] if error else "failed"
+                echo(f"  FAILED  {event.step_key}: {message}")
+        seen = len(records)
+        if run is not None and run.is_finished:
+            return run
+        queued = run is not None and run.status == dg.DagsterRunStatus.QUEUED
+        if queued and time.monotonic() - started > QUEUED_PATIENCE_S:
+            raise RuntimeError(
+                f"run {run_id} is still queued after {QUEUED_PATIENCE_S} s: this instance queues runs "
+                "and no dagster-daemon takes them; start `make dev`, or set `run_coordinator` to "
+                "DefaultRunCoordinator in $DAGSTER_HOME/dagster.yaml"
+            )
+        time.sleep(0.5)
+
+
+def stale_summary(stale: dict[dg.AssetKey, str], shown: int = 4) -> str:
+    """Why the assets are stale, grouped by reason, a few names each."""
+    by_reason: dict[str, list[str]] = {}
+    for key, why in stale.items():
+        by_reason.setdefault(why, []).append(key.to_user_string())
+    parts = []
+    for why, names in by_reason.items():
+        more = f" and {len(names) - shown} more" if len(names) > shown else ""
+        parts.append(f"{', '.join(names[:shown])}{more} ({why})")
+    return "; ".join(parts)
 
 
 def main() -> int:
+    try:
+        from rag_pipeline.definitions import JOB, defs
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from rag_pipeline.defs.planner import next_run
+
+    r = defs.resources
     with dg.DagsterInstance.get() as instance:
-        hops = run_stale(defs, instance, index_and_evaluate.name)
-    for n, assets in enumerate(hops, 1):
-        print(f"run {n}: {', '.join(assets)}")
-    if len(hops) == 1:
-        print("nothing was stale: the observation of notes_head was the only step")
-    return 0
+        for _ in range(MAX_RUNS):
+            graph = defs.resolve_asset_graph()
+            found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"], r["store"])
+            if request is None:
+                print(f"nothing is stale at {found.head[:12]}: every asset is fresh")
+                return 0
+            print(f"stale at {found.head[:12]}: {stale_summary(found.stale)}")
+            run = follow(instance, launch(JOB, request))
+            print(f"run {run.run_id}: {run.status.value.lower()}")
+            if run.status != dg.DagsterRunStatus.SUCCESS:
+                return 1
+    print(f"still stale after {MAX_RUNS} runs", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -10,13 +10,12 @@ import pytest
 
 from rag_pipeline.definitions import build_assets, index_and_evaluate
 from rag_pipeline.defs.resources import EmbedderResource, resources_from_env
-from rag_pipeline.defs.staleness import run_stale, stale_assets
 from rag_pipeline.lib.bundled_repo import build_repository
 from rag_pipeline.lib.chunking import STRATEGIES
 from rag_pipeline.lib.embedders import Embedder, HashingEmbedder
 from rag_pipeline.lib.notes import note_id
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
-from rag_pipeline_tests.conftest import commit_files
+from rag_pipeline_tests.conftest import commit_files, done_and_reused, make_run, project_definitions
 
 SENT: list[str] = []
 
@@ -150,55 +149,43 @@ def test_a_deleted_note_loses_its_chunks_and_vectors(notes_repo, tmp_path):
     assert metadata(result, "chunks_fixed_200")["chunks_removed"] > 0
 
 
-def stale_keys(instance, assets, env) -> set[str]:
-    graph = dg.Definitions(assets=assets, resources=resources_from_env(env)).resolve_asset_graph()
-    return {k.to_user_string() for k in stale_assets(graph, instance)}
-
-
-def test_a_chunker_version_bump_makes_only_its_lane_stale(small_env):
+def test_a_chunker_version_bump_runs_only_its_lane_and_what_reads_every_lane(small_env):
     instance = dg.DagsterInstance.ephemeral()
-    env = small_env
-    assets = build_assets(STRATEGIES.values())
-    assert dg.materialize(assets, resources=resources_from_env(env), instance=instance).success
-    assert stale_keys(instance, assets, env) == set()
+    resources = resources_from_env(small_env)
 
+    def project(strategies):
+        assets = build_assets(strategies, resources)
+        return dg.Definitions(assets=assets, jobs=[index_and_evaluate], resources=resources)
+
+    assert make_run(project(STRATEGIES.values()), instance)[1].success
     bumped = [
         replace(s, version=s.version + "-bis") if s.name == "fixed-500" else s for s in STRATEGIES.values()
     ]
-    new_assets = build_assets(bumped)
-    assert stale_keys(instance, new_assets, env) == {"chunks_fixed_500"}
-    # materializing what is stale, hop by hop, reaches that lane and the summary only
-    done = set()
-    while stale := stale_keys(instance, new_assets, env) - done:
-        done |= stale
-        assert dg.materialize(
-            new_assets, selection=sorted(stale), resources=resources_from_env(env), instance=instance
-        ).success
-    lane = {
-        "chunks_fixed_500",
-        "embeddings_fixed_500",
-        "retrieval_fixed_500",
-        "evaluation_fixed_500",
-        "index_fixed_500",
-    }
+    found, result = make_run(project(bumped), instance)
+    stale = {k.to_user_string(): why for k, why in found.stale.items()}
+    assert stale.pop("chunks_fixed_500") == "code version fixed-v1:size=500 -> fixed-v1:size=500-bis"
+    assert list(stale) == ["evaluation_summary"]  # its provenance names every chunker's version
+    done, reused = done_and_reused(result)
+    lane = {f"{stage}_fixed_500" for stage in ("chunks", "embeddings", "retrieval", "evaluation", "index")}
     # the summaries (and the answers, which read every retrieval) follow only if what they read changed
     assert lane <= done <= lane | {"evaluation_summary", "serving_evaluation", "answers"}
+    assert not (reused & lane) and "chunks_fixed_200" not in done | reused
 
 
-def test_the_runner_executes_only_what_is_stale(notes_repo, small_env):
-    defs = dg.Definitions(
-        assets=build_assets(STRATEGIES.values()),
-        jobs=[index_and_evaluate],
-        resources=resources_from_env(small_env),
-        executor=dg.in_process_executor,
-    )
+def test_the_make_run_path_executes_only_what_is_stale(notes_repo, small_env):
+    defs = project_definitions(small_env)
     instance = dg.DagsterInstance.ephemeral()
-    cold = run_stale(defs, instance, "index_and_evaluate")
-    assert cold[0] == ["notes_head"] and "evaluation_summary" in cold[1]
-    # a no-op run executes no step but the observation
-    assert run_stale(defs, instance, "index_and_evaluate") == [["notes_head"]]
-    # a commit that touches no note stops at source_notes
-    commit_files(notes_repo, {"README.md": "not a note\n"}, "touch no note")
-    assert run_stale(defs, instance, "index_and_evaluate") == [["notes_head"], ["source_notes"]]
-    runs = instance.get_runs()
-    assert {r.job_name for r in runs} == {"index_and_evaluate"}
+    found, cold = make_run(defs, instance)
+    assert cold.success and set(found.stale.values()) == {"never materialized"}
+    # a no-op run executes nothing
+    assert make_run(defs, instance) == (found.__class__(found.observed, {}, []), None)
+    # a commit that touches no note re-runs what says which commit it is from; the lanes are reused
+    commit = commit_files(notes_repo, {"README.md": "not a note\n"}, "touch no note")
+    found, result = make_run(defs, instance)
+    assert {k.to_user_string() for k in found.stale} == {"source_notes"}
+    done, reused = done_and_reused(result)
+    assert done == {"source_notes", "cleaned_notes", "evaluation_summary", "serving_evaluation", "answers"}
+    assert {"chunks_section", "embeddings_section", "retrieval_section", "index_section"} <= reused
+    summary = pd.read_parquet(Path(small_env["RAG_DATA_DIR"]) / "reports" / "evaluation_summary.parquet")
+    assert set(summary["commit"]) == {commit}
+    assert {r.job_name for r in instance.get_runs()} == {"index_and_evaluate"}

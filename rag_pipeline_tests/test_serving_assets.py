@@ -9,7 +9,7 @@ import pytest
 
 from rag_pipeline.definitions import build_assets
 from rag_pipeline.defs.resources import resources_from_env
-from rag_pipeline.defs.serving import askers, kept_commits
+from rag_pipeline.defs.serving import askers
 from rag_pipeline.lib.serving import open_table
 from rag_pipeline.lib.strategies import load_strategies
 from rag_pipeline.settings import Settings, SettingsError
@@ -77,7 +77,7 @@ def test_tables_follow_the_chunks_through_an_edit_and_a_deletion(notes_repo, sma
     # one note edited, one deleted (with its question): their old rows go, the edited note's new ones come
     deadlock = "content/notes/db/deadlock/index.md"
     edited = NOTES[deadlock] + "\n### 監視\nロック待ちの時間はメトリクスで監視します。\n"
-    commit_files(notes_repo, {deadlock: edited}, "edit deadlock")
+    edit = commit_files(notes_repo, {deadlock: edited}, "edit deadlock")
     notes_repo.index.remove(["content/notes/net/tcp-handshake/index.md"], working_tree=True)
     notes_repo.index.commit("remove tcp-handshake")
     kept = [q for q in QUESTIONS if q["slug"] != "tcp-handshake"]
@@ -95,12 +95,12 @@ def test_tables_follow_the_chunks_through_an_edit_and_a_deletion(notes_repo, sma
             len(added),
             len(removed),
         )
-        # the untouched note's rows keep the commit they were served with, so none is rewritten
-        assert meta["rows_updated"] == 0 and meta["commit"] == notes_repo.head.commit.hexsha
+        # a row's commit is the last commit that changed its note: the untouched note's rows stay
+        assert meta["rows_updated"] == 0
         rows = open_table(data / "lancedb", table).search().select(["note", "commit"]).to_pandas()
         assert rows.groupby("note")["commit"].unique().map(list).to_dict() == {
             "columnar-storage": [first],
-            "deadlock": [meta["commit"]],
+            "deadlock": [edit],
         }
     served = (data / "reports" / "serving.parquet").read_bytes()
     assert pq.read_table(data / "reports" / "serving.parquet").to_pandas()["n_questions"].eq(len(kept)).all()
@@ -148,23 +148,3 @@ def test_a_table_past_ann_min_rows_is_served_through_an_ivf_pq_index(small_env, 
     frame = pd.read_parquet(tmp_path / "out" / "reports" / "serving.parquet")
     assert sorted(set(frame["index_type"])) == ["exact", "ivf_pq"]
     assert (frame.loc[frame["k"] == 5, "recall_vs_exact"] >= 0.95).all()
-
-
-def test_a_row_keeps_its_served_commit_until_its_vector_or_readers_change():
-    served = pd.DataFrame(
-        {
-            "chunk_id": ["a", "b", "c"],
-            "embedding_version": ["e1"] * 3,
-            "access": [[], [], []],
-            "commit": ["c1"] * 3,
-        }
-    )
-    now = served.assign(commit="c2")
-    now.loc[1, "embedding_version"] = "e2"
-    now.at[2, "access"] = ["team-a"]
-    assert kept_commits(pd.concat([now, now.iloc[:1].assign(chunk_id="d")]), served) == [
-        "c1",
-        "c2",
-        "c2",
-        "c2",
-    ]

@@ -1,48 +1,24 @@
 """Answer stage: the configured runs, and the `none` and `oracle` baselines, answered and scored."""
 
+from collections.abc import Mapping
+
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.defs.io import forward_logs, versioned
-from rag_pipeline.defs.resources import DataStore, RetrievalResource
+from rag_pipeline.defs import lanes
+from rag_pipeline.defs.io import forward_logs
+from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
+from rag_pipeline.defs.resources import AnswerResource, DataStore, RetrievalResource
 from rag_pipeline.lib.access import may_read
 from rag_pipeline.lib.answer_cache import answer_all
-from rag_pipeline.lib.answer_units import NONE, ORACLE, context_units, oracle_units
+from rag_pipeline.lib.answer_units import NONE, ORACLE, Unit, context_units, oracle_units
 from rag_pipeline.lib.answers import BASELINE_STRATEGY, answer_summary, make_prompt, score_answers
-from rag_pipeline.lib.backends import make_embedder
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.llm import LLM, make_llm
+from rag_pipeline.lib.incremental import content_version
 from rag_pipeline.lib.questions import questions_from_frame, usable
 from rag_pipeline.lib.report import to_markdown
 from rag_pipeline.lib.storage import read_table, write_table
-from rag_pipeline.settings import DEFAULTS
-
-ANSWER_SUMMARY = "answer_summary.parquet"
-
-
-class AnswerResource(dg.ConfigurableResource):
-    """The answerer: `extractive` (no model; `model` names the embedder that picks the sentence,
-    `hashing` by default so `make run` stays cheap) or a chat server, `ollama` or `openai`."""
-
-    backend: str = DEFAULTS.llm
-    url: str = DEFAULTS.llm_url
-    model: str = DEFAULTS.llm_model
-    runs: str = DEFAULTS.answer_runs  # strategy/retriever,...; empty: the baseline and the best run
-    timeout: float = 120.0
-    max_retries: int = 4
-    concurrency: int = 1
-
-    def get(self) -> LLM:
-        if self.backend == "extractive":
-            return make_llm("extractive", embedder=make_embedder(self.model or "hashing"))
-        defaults = {
-            "ollama": ("http://127.0.0.1:11434", "qwen3:4b"),
-            "openai": ("https://api.openai.com", ""),
-        }
-        url, model = defaults.get(self.backend, ("", ""))
-        options = {"timeout": self.timeout, "max_retries": self.max_retries, "concurrency": self.concurrency}
-        return make_llm(self.backend, url=self.url or url, model=self.model or model, **options)
 
 
 def answered_runs(setting: str, summary: pd.DataFrame, baseline: tuple[str, str]) -> list[tuple[str, str]]:
@@ -62,26 +38,54 @@ def answered_runs(setting: str, summary: pd.DataFrame, baseline: tuple[str, str]
     return list(dict.fromkeys([baseline, best]))
 
 
-def answers_asset(strategies: list[Strategy], baseline: tuple[str, str]) -> dg.AssetsDefinition:
+def answers_config(answerer: AnswerResource, retrieval: RetrievalResource, strategies: list[Strategy]) -> str:
+    """The answerer, the runs it answers and the context budget, and the strategies compared."""
+    return config_digest(answerer.version(), retrieval.version(), [s.name for s in strategies])
+
+
+def readable_units(units: dict[str, list[Unit]], items: list, access: dict[str, list[str]]) -> None:
+    """Refuse to prompt with a unit of a note its asker may not read, or of a note that is gone: the
+    retrieval would be older than the notes, and the prompt would hold text it must not."""
+    groups = {str(q.id): q.groups for q in items}
+    for qid, passed in units.items():
+        for unit in passed:
+            if unit.note not in access:
+                raise ValueError(f"question {qid}: retrieved note {unit.note!r} is not among the notes")
+            if not may_read(groups[qid], access[unit.note]):
+                raise ValueError(f"question {qid}: its asker may not read note {unit.note!r}; prompt refused")
+
+
+def answers_asset(
+    strategies: list[Strategy], baseline: tuple[str, str], resources: Mapping[str, object]
+) -> dg.AssetsDefinition:
     @dg.asset(
         group_name="answers",
-        code_version="answers-v2",
+        code_version=code_version(
+            "answers-v3", answers_config(resources["answerer"], resources["retrieval"], strategies)
+        ),
         kinds={"parquet"},
-        deps=["evaluation_summary", *(f"retrieval_{s.key}" for s in strategies)],
-        metadata={"storage_path": "answers/answers.parquet"},
+        deps=[
+            "cleaned_notes",
+            "questions",
+            "evaluation_summary",
+            *(lanes.lane_key("retrieval", s) for s in strategies),
+        ],
         description="Answers with citations for the configured runs and the `none` (no context) and "
         "`oracle` (gold sections) baselines; cached by (llm_version, prompt), scored per question.",
     )
     def answers(
         context: dg.AssetExecutionContext,
-        questions: pd.DataFrame,
-        cleaned_notes: pd.DataFrame,
         store: DataStore,
         retrieval: RetrievalResource,
         answerer: AnswerResource,
-    ) -> dg.Output:
-        reports = store.path("reports")
-        summary = read_table(reports / "evaluation_summary.parquet").to_pandas()
+    ) -> dg.MaterializeResult:
+        config = answers_config(answerer, retrieval, strategies)
+        if (kept := reuse(context, config)) is not None:
+            return kept
+        questions = store.read(lanes.QUESTIONS)
+        cleaned_notes = store.read(lanes.CLEANED_NOTES)
+        summary_path = store.path(lanes.report_path("evaluation_summary.parquet"))
+        summary = read_table(summary_path).to_pandas()
         # with no answerable question there is no best run: only the baselines are answered
         runs = answered_runs(answerer.runs, summary, baseline) if summary["n_questions"].max() > 0 else []
         items, spans = questions_from_frame(usable(questions))
@@ -96,12 +100,20 @@ def answers_asset(strategies: list[Strategy], baseline: tuple[str, str]) -> dg.A
             ]
             for q in items
         }
+        by_name = {s.name: s for s in strategies}
         for strategy, retriever in runs:
-            ranked = read_table(store.path("retrieval", f"{strategy}.parquet")).to_pandas()
-            run = context_units(
-                ranked[ranked["retriever"] == retriever], texts, settings.context_k, settings.context_chars
-            )
+            ranked = store.read(lanes.lane_path("retrieval", by_name[strategy]))
+            ranked = ranked[ranked["retriever"] == retriever]
+            gone = sorted(set(ranked["note"]) - set(texts))
+            if gone:
+                raise ValueError(
+                    f"retrieval of {strategy} names notes that are gone ({', '.join(gone)}): "
+                    f"materialize {lanes.lane_key('retrieval', strategy)}"
+                )
+            run = context_units(ranked, texts, settings.context_k, settings.context_chars)
             units[(strategy, retriever)] = {str(q.id): run.get(str(q.id), []) for q in items}
+        for by_question in units.values():
+            readable_units(by_question, items, access)
         llm = answerer.get()
         frames = []
         asked = 0
@@ -123,19 +135,25 @@ def answers_asset(strategies: list[Strategy], baseline: tuple[str, str]) -> dg.A
                 )
         frame = pd.concat(frames, ignore_index=True)
         table = answer_summary(frame, items)
-        meta = read_table(reports / "evaluation_summary.parquet").schema.metadata or {}
+        meta = read_table(summary_path).schema.metadata or {}
+        summary_file = store.path(lanes.report_path(lanes.ANSWER_SUMMARY))
         write_table(
-            pa.Table.from_pandas(table, preserve_index=False).replace_schema_metadata(meta),
-            reports / ANSWER_SUMMARY,
+            pa.Table.from_pandas(table, preserve_index=False).replace_schema_metadata(meta), summary_file
         )
+        path = store.write(frame, lanes.ANSWERS)
         context.log.info(f"answer summary ({asked} prompts asked):\n{table.to_string(index=False)}")
-        return versioned(
-            frame,
-            ["question_id", "strategy", "retriever", "llm_version", "answer", "cited"],
-            llm_version=llm.llm_version,
-            prompts_asked=asked,
-            answers=dg.MetadataValue.md(answers_md(frame)),
-            answer_summary=dg.MetadataValue.md(to_markdown(table.drop(columns=["llm_version"]))),
+        return materialized(
+            content_version(
+                frame, ["question_id", "strategy", "retriever", "llm_version", "answer", "cited"]
+            ),
+            {
+                "llm_version": llm.llm_version,
+                "prompts_asked": asked,
+                "answers": dg.MetadataValue.md(answers_md(frame)),
+                "answer_summary": dg.MetadataValue.md(to_markdown(table.drop(columns=["llm_version"]))),
+            },
+            config=config,
+            files=[path, summary_file],
         )
 
     return answers

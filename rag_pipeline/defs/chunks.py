@@ -3,23 +3,25 @@
 import dagster as dg
 import pandas as pd
 
-from rag_pipeline.defs.io import versioned
+from rag_pipeline.defs import lanes
+from rag_pipeline.defs.lineage import materialized, reuse
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
 from rag_pipeline.lib.coverage import coverage_problems
-from rag_pipeline.lib.incremental import rebuild_by_note
+from rag_pipeline.lib.incremental import content_version, rebuild_by_note
 
 
 def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
-    name = f"chunks_{strategy.key}"
-    storage_path = f"chunks/{strategy.name}.parquet"
+    name = lanes.lane_key("chunks", strategy)
+    relative = lanes.lane_path("chunks", strategy)
 
     @dg.asset(
         name=name,
         group_name="chunks",
         code_version=strategy.version,
         kinds={"parquet"},
-        metadata={"storage_path": storage_path, "strategy": strategy.name},
+        deps=["cleaned_notes"],
+        metadata={"strategy": strategy.name},
         check_specs=[
             dg.AssetCheckSpec(
                 "chunks_reproduce_notes",
@@ -31,14 +33,17 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
         ],
         description=f"Chunks of every note by the `{strategy.name}` strategy ({strategy.version}).",
     )
-    def _chunks(context: dg.AssetExecutionContext, cleaned_notes: pd.DataFrame, store: DataStore):
-        previous = store.previous(storage_path)
+    def _chunks(context: dg.AssetExecutionContext, store: DataStore):
+        if (kept := reuse(context)) is not None:
+            return kept
+        cleaned = store.read(lanes.CLEANED_NOTES)
+        previous = store.previous(relative)
         rows, changes = rebuild_by_note(
             [] if previous is None else previous.to_dict("records"),
-            [n | {"chunker_version": strategy.version} for n in cleaned_notes.to_dict("records")],
+            [n | {"chunker_version": strategy.version} for n in cleaned.to_dict("records")],
             key=lambda r: f"{r.get('source_version')}|{r.get('cleaner_version')}|{r.get('chunker_version')}",
             build=lambda n: chunk_cleaned_note(strategy, n),
-            refresh=lambda row, note: row | {"commit": note["commit"]},
+            refresh=lambda row, note: row | {"commit": note["note_commit"]},
         )
         frame = pd.DataFrame(rows)
         before = set() if previous is None else set(previous["chunk_id"])
@@ -50,21 +55,25 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
             "chunks_removed": len(before - after),
         }
         context.log.info(f"{name}: {counts}")
-        problems = coverage_problems(
-            rows, dict(zip(cleaned_notes["note"], cleaned_notes["text"])), strategy.overlapping
-        )
-        yield versioned(
-            frame,
-            ["chunk_id"],
-            strategy=strategy.name,
-            chunker_version=strategy.version,
-            chars_median=int(frame["n_chars"].median()),
-            chars_max=int(frame["n_chars"].max()),
-            **counts,
-        )
-        yield dg.AssetCheckResult(
+        problems = coverage_problems(rows, dict(zip(cleaned["note"], cleaned["text"])), strategy.overlapping)
+        path = store.write(frame, relative)
+        check = dg.AssetCheckResult(
+            check_name="chunks_reproduce_notes",
             passed=not problems,
             metadata={"problems": dg.MetadataValue.md("\n".join(problems[:50]) or "none")},
+        )
+        return materialized(
+            # the commit too: it is what the served rows say their text is from
+            content_version(frame, ["chunk_id", "commit"]),
+            {
+                "strategy": strategy.name,
+                "chunker_version": strategy.version,
+                "chars_median": int(frame["n_chars"].median()),
+                "chars_max": int(frame["n_chars"].max()),
+                **counts,
+            },
+            files=[path],
+            checks=[check],
         )
 
     return _chunks

@@ -1,12 +1,14 @@
 """Evaluation stage: per-question outcomes per strategy, then every configuration side by side."""
 
 import json
+from collections.abc import Mapping
 
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.defs.io import data_version, versioned
+from rag_pipeline.defs import lanes
+from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.cleaning import CLEANER_VERSION
@@ -14,11 +16,11 @@ from rag_pipeline.lib.incremental import content_version
 from rag_pipeline.lib.metrics import REPORT_KS, question_outcomes, summarize
 from rag_pipeline.lib.questions import questions_from_frame, usable
 from rag_pipeline.lib.report import build_report, headline_md
-from rag_pipeline.lib.storage import publish_directory, read_frame, table_bytes
+from rag_pipeline.lib.storage import publish_directory, table_bytes
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
 BASELINE = ("fixed-1000", "dense")
-EVALUATION_VERSION = "evaluation-v3"
+EVALUATION_VERSION = "evaluation-v4"
 SUMMARY_VERSION = "summary-v3"
 
 
@@ -35,7 +37,6 @@ def strategy_outcomes(questions: pd.DataFrame, retrieval: pd.DataFrame, strategy
         outcomes = outcomes.assign(
             analyzer=first["analyzer"],
             n_chunks=int(first["n_chunks"]),
-            commit=first["commit"],
             questions_sha256=first["questions_sha256"],
         )
         frames.append(outcomes)
@@ -50,14 +51,9 @@ def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str
     seen: dict[str, str] = {}
     duplicates = {}
     for s in sorted(strategies, key=lambda s: s.name != keep):
-        path = store.path("chunks", f"{s.name}.parquet")
-        spans = read_frame(path, columns=["note", "start", "end"]) if path.exists() else None
-        key = (
-            ""
-            if spans is None
-            else content_version(spans.sort_values(["note", "start", "end"]), ["note", "start", "end"])
-        )
-        if key and key in seen:
+        spans = store.read(lanes.lane_path("chunks", s), columns=["note", "start", "end"])
+        key = content_version(spans.sort_values(["note", "start", "end"]), ["note", "start", "end"])
+        if key in seen:
             duplicates[s.name] = seen[key]
         seen.setdefault(key, s.name)
     return duplicates
@@ -87,24 +83,24 @@ def report_provenance(
     outcomes: pd.DataFrame,
     questions: pd.DataFrame,
     repository: str,
+    commit: str,
     questions_path: str,
     strategies: list[Strategy],
 ) -> dict[str, str]:
-    """What the reports are computed from; lanes computed from different commits or question sets
-    are refused rather than mixed into one table."""
-    for column, upstream in (("commit", "notes commits"), ("questions_sha256", "questions files")):
-        seen = outcomes.groupby(column)["strategy"].unique()
-        if len(seen) > 1:
-            detail = "; ".join(f"{v[:12]}: {', '.join(s)}" for v, s in seen.items())
-            raise ValueError(
-                f"the evaluations were computed from different {upstream} ({detail}); "
-                "materialize the stale lanes first"
-            )
+    """What the reports are computed from: the notes commit indexed and the questions file; lanes
+    computed from different question sets are refused rather than mixed into one table."""
+    seen = outcomes.groupby("questions_sha256")["strategy"].unique()
+    if len(seen) > 1:
+        detail = "; ".join(f"{v[:12]}: {', '.join(s)}" for v, s in seen.items())
+        raise ValueError(
+            f"the evaluations were computed from different questions files ({detail}); "
+            "materialize the stale lanes first"
+        )
     if outcomes["questions_sha256"].iloc[0] != questions["questions_sha256"].iloc[0]:
         raise ValueError("the evaluations are older than the questions: materialize retrieval and evaluation")
     return {
         "repository": repository,
-        "commit": str(outcomes["commit"].iloc[0]),
+        "commit": commit,
         "questions_file": questions_path,
         "questions_sha256": str(outcomes["questions_sha256"].iloc[0]),
         "embedding_version": ", ".join(outcomes["embedding_version"].unique()),
@@ -121,18 +117,25 @@ def report_provenance(
 
 
 def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
+    relative = lanes.lane_path("evaluation", strategy)
+
     @dg.asset(
-        name=f"evaluation_{strategy.key}",
+        name=lanes.lane_key("evaluation", strategy),
         group_name="evaluation",
         code_version=EVALUATION_VERSION,
         kinds={"parquet"},
-        ins={"retrieval": dg.AssetIn(f"retrieval_{strategy.key}")},
-        metadata={"storage_path": f"evaluation/{strategy.name}.parquet", "strategy": strategy.name},
+        deps=[lanes.lane_key("retrieval", strategy), "questions"],
+        metadata={"strategy": strategy.name},
         description=f"Per-question note and evidence ranks and characters passed for `{strategy.name}`, "
         "per retriever configuration.",
     )
-    def _evaluation(questions: pd.DataFrame, retrieval: pd.DataFrame) -> dg.Output:
-        frame = strategy_outcomes(usable(questions), retrieval, strategy.name)
+    def _evaluation(context: dg.AssetExecutionContext, store: DataStore) -> dg.MaterializeResult:
+        if (kept := reuse(context)) is not None:
+            return kept
+        questions = usable(store.read(lanes.QUESTIONS))
+        frame = strategy_outcomes(
+            questions, store.read(lanes.lane_path("retrieval", strategy)), strategy.name
+        )
         metadata = {}
         for retriever, outcomes in frame.groupby("retriever", sort=False):
             at = summarize(outcomes, REPORT_KS).set_index("k")
@@ -140,7 +143,8 @@ def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
                 f"{retriever} evidence_recall@{k}": round(float(at.at[k, "evidence_recall"]), 4)
                 for k in (1, 5)
             }
-        return versioned(frame, **metadata)
+        path = store.write(frame, relative)
+        return materialized(content_version(frame, list(frame.columns)), metadata, files=[path])
 
     return _evaluation
 
@@ -151,15 +155,27 @@ def baseline_for(strategies: list[Strategy]) -> tuple[str, str]:
     return BASELINE if BASELINE[0] in names else (names[0], BASELINE[1])
 
 
-def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
+def summary_config(retrieval: RetrievalResource, strategies: list[Strategy]) -> str:
+    """The retrieval settings the report names (candidate_k, the context budget), the strategies
+    compared and the baseline."""
+    return config_digest(
+        retrieval.version(), [(s.name, s.version) for s in strategies], baseline_for(strategies)
+    )
+
+
+def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -> dg.AssetsDefinition:
     baseline = baseline_for(strategies)
 
     @dg.asset(
         name="evaluation_summary",
         group_name="evaluation",
-        code_version=SUMMARY_VERSION,
+        code_version=code_version(SUMMARY_VERSION, summary_config(resources["retrieval"], strategies)),
         kinds={"parquet", "markdown"},
-        ins={"questions": dg.AssetIn(), **{f"evaluation_{s.key}": dg.AssetIn() for s in strategies}},
+        deps=[
+            "source_notes",
+            "questions",
+            *(lanes.lane_key(stage, s) for s in strategies for stage in ("chunks", "evaluation")),
+        ],
         description="Every strategy x retriever configuration side by side: recall, MRR, nDCG, candidate "
         "recall, recall at equal character budgets, per category, paired comparison with the baseline; "
         "tables and plots in the UI and under `reports/`.",
@@ -170,21 +186,24 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         retrieval: RetrievalResource,
         notes_repo: NotesRepository,
         questions_file: QuestionsFile,
-        questions: pd.DataFrame,
-        **evaluations: pd.DataFrame,
     ):
+        config = summary_config(retrieval, strategies)
+        if (kept := reuse(context, config)) is not None:
+            return kept
+        questions = store.read(lanes.QUESTIONS)
+        commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
         duplicates = identical_strategies(store, strategies, baseline[0])
         outcomes = pd.concat(
-            [evaluations[f"evaluation_{s.key}"] for s in strategies if s.name not in duplicates],
+            [store.read(lanes.lane_path("evaluation", s)) for s in strategies if s.name not in duplicates],
             ignore_index=True,
         )
         provenance = report_provenance(
-            outcomes, questions, notes_repo.location(), questions_file.path, strategies
+            outcomes, questions, notes_repo.location(), commit, questions_file.path, strategies
         )
         invalid = dict(zip(questions["question_id"], questions["invalid"])) if "invalid" in questions else {}
         invalid = {q: why for q, why in invalid.items() if isinstance(why, str)}
         report = build_report(outcomes, RUN_KEYS, retrieval.settings(), baseline, provenance, invalid)
-        reports = store.path("reports")
+        reports = store.path(lanes.REPORTS)
         meta = {f"rag.{k}": v for k, v in provenance.items()}
         files = {
             f"{name}.parquet": table_bytes(
@@ -194,12 +213,12 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
         }
         files |= {f"{name}.png": png for name, png in report.plots.items()}
         files["report.md"] = report.markdown.encode()
-        publish_directory(reports, files, keep=("answer_summary.parquet", "serving.parquet"))
+        publish_directory(reports, files, keep=(lanes.ANSWER_SUMMARY, lanes.SERVING_REPORT))
         context.log.info(f"evaluation summary:\n{report.matrix_md}")
         summary = report.tables["evaluation_summary"]
-        return dg.MaterializeResult(
-            data_version=data_version(summary),
-            metadata={
+        return materialized(
+            content_version(summary, list(summary.columns)),
+            {
                 "summary": dg.MetadataValue.md(
                     headline_md(report.matrix, baseline, duplicates)
                     if len(report.matrix)
@@ -215,6 +234,8 @@ def summary_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
                 "commit": provenance["commit"],
                 "n_invalid": len(invalid),
             },
+            config=config,
+            files=[reports / name for name in files],
         )
 
     return evaluation_summary

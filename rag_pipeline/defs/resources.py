@@ -13,15 +13,18 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
+from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.lib.backends import make_embedder
 from rag_pipeline.lib.bundled_repo import ensure_repository
 from rag_pipeline.lib.embedders import Embedder, Kind
-from rag_pipeline.lib.notes import SourceNote, open_repository, read_notes, resolve_commit
-from rag_pipeline.lib.questions import Question, load_questions
+from rag_pipeline.lib.llm import LLM, make_llm
+from rag_pipeline.lib.notes import SourceNote, last_changes, open_repository, read_notes, resolve_commit
+from rag_pipeline.lib.questions import Question, QuestionsError, load_questions
 from rag_pipeline.lib.rerank import HttpReranker
 from rag_pipeline.lib.retrievers import RetrievalSettings, RetrieverSpec, parse_retriever
-from rag_pipeline.lib.storage import AnyPath, Location, location, read_frame, write_bytes
-from rag_pipeline.lib.vectorstore import Progress, VectorStore, embed_cached, version_key
+from rag_pipeline.lib.serving import AnnConfig
+from rag_pipeline.lib.storage import AnyPath, Location, location, read_frame, write_bytes, write_frame
+from rag_pipeline.lib.vectorstore import Progress, VectorStore, embed_cached
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO, DEFAULTS, Settings
 
 D = DEFAULTS
@@ -47,13 +50,23 @@ class DataStore(dg.ConfigurableResource):
     def vector_store(self, embedder: Embedder) -> VectorStore:
         return VectorStore(self.path("vectors"), embedder.embedding_version, embedder.dim)
 
-    def previous(self, storage_path: str) -> pd.DataFrame | None:
+    def previous(self, relative: str) -> pd.DataFrame | None:
         """An asset's last written output, the base of its incremental rebuild."""
-        path = self.path(storage_path)
+        path = self.path(relative)
         return read_frame(path) if path.exists() else None
 
-    def embeddings_path(self, embedding_version: str, strategy: str) -> AnyPath:
-        return self.path("embeddings", version_key(embedding_version), f"{strategy}.parquet")
+    def read(self, relative: str, **options) -> pd.DataFrame:
+        """An upstream asset's Parquet output (`options` go to the reader: columns, ...)."""
+        path = self.path(relative)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: not materialized yet")
+        return read_frame(path, **options)
+
+    def write(self, frame: pd.DataFrame, relative: str) -> AnyPath:
+        """`frame` as the Parquet file at `relative`, atomically; returns its path."""
+        path = self.path(relative)
+        write_frame(frame, path)
+        return path
 
 
 class NotesRepository(dg.ConfigurableResource):
@@ -76,13 +89,23 @@ class NotesRepository(dg.ConfigurableResource):
     def location(self) -> str:
         return self.repo or str(BUNDLED_REPO)
 
+    def version(self) -> str:
+        """What the notes read depend on besides the commit: the repository (empty: the bundled one,
+        wherever the project lies) and which files are notes."""
+        return config_digest(self.repo, self.glob, sorted(self.exclude))
+
     def head(self, store: DataStore, ref: str | None = None) -> str:
         """The full sha that `ref` (default: the configured one) names now, after a fetch for a URL."""
         return resolve_commit(self._open(store), ref or self.ref).hexsha
 
-    def read(self, store: DataStore) -> tuple[str, list[SourceNote]]:
-        commit = resolve_commit(self._open(store), self.ref)
-        return commit.hexsha, read_notes(commit, self.glob, self.exclude)
+    def read(self, store: DataStore, commit: str) -> list[SourceNote]:
+        return read_notes(resolve_commit(self._open(store), commit), self.glob, self.exclude)
+
+    def last_changes(
+        self, store: DataStore, commit: str, paths: set[str], since: str | None
+    ) -> dict[str, str]:
+        """Per path, the newest commit at or before `commit` that changed it (see `lib.notes.last_changes`)."""
+        return last_changes(self._open(store), commit, paths, since)
 
 
 class QuestionsFile(dg.ConfigurableResource):
@@ -94,6 +117,16 @@ class QuestionsFile(dg.ConfigurableResource):
 
     def load(self) -> list[Question]:
         return load_questions(self.path)
+
+    def sha256(self) -> str:
+        """The file's content hash: the data version of the `questions_file` observation."""
+        try:
+            return hashlib.sha256(Path(self.path).read_bytes()).hexdigest()
+        except FileNotFoundError:
+            raise QuestionsError(f"{self.path}: questions file not found") from None
+
+    def version(self) -> str:
+        return config_digest(self.invalid)
 
 
 @cache
@@ -139,6 +172,14 @@ class EmbedderResource(dg.ConfigurableResource):
     timeout: float = D.embed_timeout
     max_retries: int = D.embed_retries
     threads: int | None = None
+
+    def version(self) -> str:
+        """What the vectors depend on (not how fast or patiently they are fetched)."""
+        return config_digest(
+            self.model_dump(
+                exclude={"batch_size", "concurrency", "timeout", "max_retries", "threads", "api_key_env"}
+            )
+        )
 
     def get(self, store: DataStore) -> Embedder:
         options: dict = {"backend": self.backend}
@@ -205,6 +246,9 @@ class RetrievalResource(dg.ConfigurableResource):
     context_k: int = 5  # what would reach the LLM: at most context_k units...
     context_chars: int = 4000  # ...and this many characters
 
+    def version(self) -> str:
+        return config_digest(self.model_dump())
+
     def reranker(self) -> HttpReranker | None:
         return (
             HttpReranker(self.rerank_url, self.rerank_model, self.rerank_protocol)
@@ -230,16 +274,51 @@ class RetrievalResource(dg.ConfigurableResource):
         )
 
 
+class ServingResource(dg.ConfigurableResource):
+    """The served tables: searched exactly below `ann_min_rows` rows, through an IVF-PQ index above."""
+
+    ann_min_rows: int = DEFAULTS.ann_min_rows
+
+    def version(self) -> str:
+        return config_digest(self.model_dump())
+
+    def ann(self) -> AnnConfig:
+        return AnnConfig(min_rows=self.ann_min_rows)
+
+
+class AnswerResource(dg.ConfigurableResource):
+    """The answerer: `extractive` (no model; `model` names the embedder that picks the sentence,
+    `hashing` by default so `make run` stays cheap) or a chat server, `ollama` or `openai`."""
+
+    backend: str = DEFAULTS.llm
+    url: str = DEFAULTS.llm_url
+    model: str = DEFAULTS.llm_model
+    runs: str = DEFAULTS.answer_runs  # strategy/retriever,...; empty: the baseline and the best run
+    timeout: float = 120.0
+    max_retries: int = 4
+    concurrency: int = 1
+
+    def version(self) -> str:
+        """What the answers depend on (not how patiently they are fetched)."""
+        return config_digest(self.model_dump(include={"backend", "url", "model", "runs"}))
+
+    def get(self) -> LLM:
+        if self.backend == "extractive":
+            return make_llm("extractive", embedder=make_embedder(self.model or "hashing"))
+        defaults = {
+            "ollama": ("http://127.0.0.1:11434", "qwen3:4b"),
+            "openai": ("https://api.openai.com", ""),
+        }
+        url, model = defaults.get(self.backend, ("", ""))
+        options = {"timeout": self.timeout, "max_retries": self.max_retries, "concurrency": self.concurrency}
+        return make_llm(self.backend, url=self.url or url, model=self.model or model, **options)
+
+
 def build_resources(settings: Settings) -> dict[str, object]:
     """The resources the settings describe (run config may still override them per run)."""
-    from rag_pipeline.defs.answers import AnswerResource  # these modules need the resources above
-    from rag_pipeline.defs.io import ParquetIOManager
-    from rag_pipeline.defs.serving import ServingResource
-
     store = DataStore(data_dir=settings.data_dir)
     return {
         "store": store,
-        "io_manager": ParquetIOManager(store=store),
         "notes_repo": NotesRepository(
             repo=settings.notes_repo, ref=settings.notes_ref, glob=settings.notes_glob
         ),

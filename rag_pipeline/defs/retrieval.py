@@ -1,33 +1,44 @@
 """Retrieval stage: every configured retriever (dense, BM25, fusions, +ctx, +parent) per strategy."""
 
-import dagster as dg
-import pandas as pd
+from collections.abc import Mapping
 
-from rag_pipeline.defs.io import forward_logs, versioned
+import dagster as dg
+
+from rag_pipeline.defs import lanes
+from rag_pipeline.defs.embeddings import read_vectors
+from rag_pipeline.defs.io import forward_logs
+from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.access import leaked_rows, readable_units
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.embedders import progress_reporter
+from rag_pipeline.lib.incremental import content_version
 from rag_pipeline.lib.incremental_retrieval import retrieve_incremental
 from rag_pipeline.lib.lexical import make_analyzer
 from rag_pipeline.lib.metrics import relevant_column
 from rag_pipeline.lib.questions import asker_groups, questions_from_frame, usable
 from rag_pipeline.lib.retrievers import ChunkIndex, lexical_miss_share
-from rag_pipeline.lib.storage import read_table, vector_matrix
 from rag_pipeline.lib.tokenstore import TokenStore
 
 
-def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
-    name = f"retrieval_{strategy.key}"
+def retrieval_config(embedder: EmbedderResource, retrieval: RetrievalResource) -> str:
+    """The query embedder and every retrieval setting (retrievers, analyzer, reranker, depths)."""
+    return config_digest(embedder.version(), retrieval.version())
+
+
+def retrieval_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.AssetsDefinition:
+    name = lanes.lane_key("retrieval", strategy)
+    relative = lanes.lane_path("retrieval", strategy)
 
     @dg.asset(
         name=name,
         group_name="retrieval",
-        code_version="retrieval-v4",
+        code_version=code_version(
+            "retrieval-v5", retrieval_config(resources["embedder"], resources["retrieval"])
+        ),
         kinds={"numpy", "parquet"},
-        ins={"chunks": dg.AssetIn(f"chunks_{strategy.key}")},
-        deps=[f"embeddings_{strategy.key}"],
-        metadata={"storage_path": f"retrieval/{strategy.name}.parquet", "strategy": strategy.name},
+        deps=[lanes.lane_key("chunks", strategy), lanes.lane_key("embeddings", strategy), "questions"],
+        metadata={"strategy": strategy.name},
         check_specs=[
             dg.AssetCheckSpec(
                 "lexical_matches",
@@ -46,34 +57,27 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
     )
     def _retrieval(
         context: dg.AssetExecutionContext,
-        chunks: pd.DataFrame,
-        questions: pd.DataFrame,
         embedder: EmbedderResource,
         retrieval: RetrievalResource,
         store: DataStore,
     ):
+        config = retrieval_config(embedder, retrieval)
+        if (kept := reuse(context, config)) is not None:
+            return kept
+        chunks = store.read(lanes.lane_path("chunks", strategy))
+        questions = usable(store.read(lanes.QUESTIONS))
         model = embedder.get(store)
-        questions = usable(questions)
         askers = {
             qid: asker_groups(row) for qid, row in zip(questions["question_id"], questions.itertuples())
         }
-        path = store.embeddings_path(model.embedding_version, strategy.name)
-        if not path.exists():
-            raise FileNotFoundError(
-                f"{path}: no embeddings of {strategy.name!r} for embedding_version "
-                f"{model.embedding_version!r}; materialize embeddings_{strategy.key} first"
-            )
-        table = read_table(path)
-        if table.column("chunk_id").to_pylist() != chunks["chunk_id"].tolist():
-            raise ValueError(
-                f"{path} is older than chunks_{strategy.key}: materialize embeddings_{strategy.key}"
-            )
-        contextual = "vector_ctx" in table.column_names
+        vectors, ctx_vectors = read_vectors(
+            store, model.embedding_version, model.dim, strategy, chunks["chunk_id"].tolist(), contextual=True
+        )
         analyzer = make_analyzer(retrieval.analyzer)
         index = ChunkIndex(
             chunks=chunks,
-            vectors=vector_matrix(table.column("vector"), model.dim),
-            ctx_vectors=vector_matrix(table.column("vector_ctx"), model.dim) if contextual else None,
+            vectors=vectors,
+            ctx_vectors=ctx_vectors,
             analyzer=analyzer,
             token_store=TokenStore(store.path("tokens"), analyzer),
         )
@@ -101,33 +105,39 @@ def retrieval_asset(strategy: Strategy) -> dg.AssetsDefinition:
         frame["embedding_version"] = model.embedding_version
         frame["analyzer"] = analyzer.version
         frame["n_chunks"] = len(chunks)
-        # where the numbers come from, carried to every report
-        frame["commit"] = chunks["commit"].iloc[0] if len(chunks) else ""
         frame["questions_sha256"] = questions["questions_sha256"].iloc[0] if len(questions) else ""
         miss = lexical_miss_share(index, query_texts)
         leaks = leaked_rows(frame, askers)
-        yield versioned(
-            frame,
-            questions=len(questions),
-            retrievers=", ".join(retrieval.retrievers),
-            analyzer=analyzer.version,
-            queries_embedded=embedded,
-            lexical_miss_share=miss,
-        )
-        yield dg.AssetCheckResult(
-            check_name="lexical_matches",
-            passed=miss <= retrieval.max_lexical_miss_share,
-            metadata={"lexical_miss_share": miss, "threshold": retrieval.max_lexical_miss_share},
-        )
-        yield dg.AssetCheckResult(
-            check_name="no_access_leak",
-            passed=leaks.empty,
-            metadata={
-                "leaked_units": len(leaks),
-                "questions": dg.MetadataValue.md(
-                    ", ".join(sorted(set(leaks["question_id"]))) if len(leaks) else "none"
-                ),
+        path = store.write(frame, relative)
+        checks = [
+            dg.AssetCheckResult(
+                check_name="lexical_matches",
+                passed=miss <= retrieval.max_lexical_miss_share,
+                metadata={"lexical_miss_share": miss, "threshold": retrieval.max_lexical_miss_share},
+            ),
+            dg.AssetCheckResult(
+                check_name="no_access_leak",
+                passed=leaks.empty,
+                metadata={
+                    "leaked_units": len(leaks),
+                    "questions": dg.MetadataValue.md(
+                        ", ".join(sorted(set(leaks["question_id"]))) if len(leaks) else "none"
+                    ),
+                },
+            ),
+        ]
+        return materialized(
+            content_version(frame, list(frame.columns)),
+            {
+                "questions": len(questions),
+                "retrievers": ", ".join(retrieval.retrievers),
+                "analyzer": analyzer.version,
+                "queries_embedded": embedded,
+                "lexical_miss_share": miss,
             },
+            config=config,
+            files=[path],
+            checks=checks,
         )
 
     return _retrieval

@@ -1,70 +1,39 @@
 """Serving stage: each strategy's chunks and vectors as a LanceDB table, and how well the tables serve."""
 
 import json
+from collections.abc import Mapping
 
 import dagster as dg
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.defs.io import data_version
-from rag_pipeline.defs.resources import DataStore, EmbedderResource, NotesRepository, QuestionsFile
+from rag_pipeline.defs import lanes
+from rag_pipeline.defs.embeddings import read_vectors
+from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
+from rag_pipeline.defs.resources import (
+    DataStore,
+    EmbedderResource,
+    NotesRepository,
+    QuestionsFile,
+    ServingResource,
+)
 from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.incremental import content_version
 from rag_pipeline.lib.questions import asker_groups, usable
 from rag_pipeline.lib.report import to_markdown
-from rag_pipeline.lib.serving import MUTABLE, AnnConfig, open_table, serving_rows, sync_table
+from rag_pipeline.lib.serving import open_table, serving_rows, sync_table
 from rag_pipeline.lib.serving_eval import MIN_RECALL, RECALL_K, serving_eval, serving_problems
-from rag_pipeline.lib.storage import read_table, vector_matrix, write_table
-from rag_pipeline.settings import DEFAULTS
+from rag_pipeline.lib.storage import write_table
 
-DB_DIR = "lancedb"
-REPORT = "serving.parquet"
-SERVING_VERSION = "serving-v1"
+SERVING_VERSION = "serving-v2"
 # what the served tables hold, and what was measured on them: latency varies from run to run
-TABLE_CONTENT = ["chunk_id", "access", "embedding_version"]
+TABLE_CONTENT = ["chunk_id", "access", "commit", "embedding_version"]
 MEASURED = ["strategy", "index_type", "k", "recall_vs_exact", "underfilled", "n_questions", "table_version"]
-
-
-class ServingResource(dg.ConfigurableResource):
-    """The served tables: searched exactly below `ann_min_rows` rows, through an IVF-PQ index above."""
-
-    ann_min_rows: int = DEFAULTS.ann_min_rows
-
-    def ann(self) -> AnnConfig:
-        return AnnConfig(min_rows=self.ann_min_rows)
-
-
-def passage_vectors(
-    store: DataStore, embedding_version: str, strategy: Strategy, chunk_ids: list[str], dim: int
-) -> np.ndarray:
-    """The strategy's passage vectors, in the order of `chunk_ids`, from its embeddings file."""
-    path = store.embeddings_path(embedding_version, strategy.name)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path}: no vectors for {embedding_version!r}; materialize embeddings_{strategy.key}"
-        )
-    table = read_table(path, columns=["chunk_id", "vector"])
-    if table.column("chunk_id").to_pylist() != chunk_ids:
-        raise ValueError(
-            f"{path} holds other chunks than chunks_{strategy.key}: materialize embeddings_{strategy.key}"
-        )
-    return vector_matrix(table.column("vector"), dim)
 
 
 def askers(questions: pd.DataFrame) -> list[list[str] | None]:
     """Each asker's groups, from the questions' `groups` column; None may read every row."""
     return [None if (g := asker_groups(row)) is None else list(g) for row in questions.itertuples()]
-
-
-def kept_commits(frame: pd.DataFrame, served: pd.DataFrame) -> list[str]:
-    """Each row's `commit`: the one it was served with while its chunk_id, access and embedding_version
-    stay the same, else the current one. Every chunk carries the latest notes commit, so passing that
-    through would rewrite every row (and retrain the ANN index) on every new commit."""
-    columns = ["chunk_id", "embedding_version", "access", "commit"]
-    before = {(c, e, tuple(a)): commit for c, e, a, commit in served[columns].itertuples(index=False)}
-    return [
-        before.get((c, e, tuple(a)), commit) for c, e, a, commit in frame[columns].itertuples(index=False)
-    ]
 
 
 def measure(
@@ -78,12 +47,12 @@ def measure(
     embedding_version it measured."""
     model = embedder.get(store)
     questions = usable(questions)
-    table = open_table(store.path(DB_DIR), strategy.key)
+    table = open_table(store.path(lanes.DB_DIR), lanes.table_name(strategy))
     versions = set(table.search().select(["embedding_version"]).to_arrow()["embedding_version"].to_pylist())
     if versions - {model.embedding_version}:
         raise ValueError(
             f"table {strategy.key} holds vectors of {sorted(versions)}, not of {model.embedding_version!r}: "
-            f"materialize index_{strategy.key}"
+            f"materialize {lanes.lane_key('index', strategy)}"
         )
     vectors, _ = embedder.embed_questions(store, questions)
     frame = serving_eval(table, strategy.name, vectors, askers(questions), ann=serving.ann())
@@ -94,6 +63,7 @@ def verdict(frame: pd.DataFrame) -> dg.AssetCheckResult:
     problems = serving_problems(frame)
     at_k = frame[frame["k"] == RECALL_K]
     return dg.AssetCheckResult(
+        check_name="recall_and_fill",
         passed=not problems,
         metadata={
             f"min recall_vs_exact@{RECALL_K}": float(at_k["recall_vs_exact"].min()),
@@ -103,66 +73,71 @@ def verdict(frame: pd.DataFrame) -> dg.AssetCheckResult:
     )
 
 
-def index_asset(strategy: Strategy) -> dg.AssetsDefinition:
+def serving_config(embedder: EmbedderResource, serving: ServingResource) -> str:
+    return config_digest(embedder.version(), serving.version())
+
+
+def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.AssetsDefinition:
+    table_name = lanes.table_name(strategy)
+
     @dg.asset(
-        name=f"index_{strategy.key}",
-        description=f"The `{strategy.name}` chunks and their vectors as the LanceDB table `{strategy.key}` "
-        f"under `{DB_DIR}/`, synced in one commit: only changed rows are written.",
+        name=lanes.lane_key("index", strategy),
+        description=f"The `{strategy.name}` chunks and their vectors as the LanceDB table `{table_name}` "
+        f"under `{lanes.DB_DIR}/`, synced in one commit: only changed rows are written.",
         group_name="serving",
-        ins={"chunks": dg.AssetIn(f"chunks_{strategy.key}")},
-        deps=[f"embeddings_{strategy.key}"],
-        code_version=SERVING_VERSION,
+        deps=[lanes.lane_key("chunks", strategy), lanes.lane_key("embeddings", strategy)],
+        code_version=code_version(
+            SERVING_VERSION, serving_config(resources["embedder"], resources["serving"])
+        ),
         kinds={"lancedb"},
         metadata={"strategy": strategy.name},
     )
     def _index(
         context: dg.AssetExecutionContext,
-        chunks: pd.DataFrame,
         embedder: EmbedderResource,
         serving: ServingResource,
         store: DataStore,
     ) -> dg.MaterializeResult:
+        config = serving_config(embedder, serving)
+        if (kept := reuse(context, config)) is not None:
+            return kept
+        chunks = store.read(lanes.lane_path("chunks", strategy))
         model = embedder.get(store)
         ids = chunks["chunk_id"].tolist()
-        vectors = passage_vectors(store, model.embedding_version, strategy, ids, model.dim)
+        vectors, _ = read_vectors(store, model.embedding_version, model.dim, strategy, ids, contextual=False)
         frame = chunks.assign(embedding_version=model.embedding_version)
-        if "access" not in frame:  # no note names its readers yet: every row is public
-            frame["access"] = [[] for _ in ids]
-        commit = str(chunks["commit"].iloc[0]) if len(chunks) else ""
-        db_dir = store.path(DB_DIR)
-        if (db_dir / f"{strategy.key}.lance").exists():
-            served = open_table(db_dir, strategy.key).search().select(["chunk_id", *MUTABLE]).to_pandas()
-            frame["commit"] = kept_commits(frame, served)
-        synced = sync_table(db_dir, strategy.key, serving_rows(frame, vectors), ann=serving.ann())
-        context.log.info(f"index_{strategy.key} at {commit[:12]}: {synced}")
-        return dg.MaterializeResult(
-            data_version=data_version(frame, TABLE_CONTENT),
-            metadata=synced
+        db_dir = store.path(lanes.DB_DIR)
+        synced = sync_table(db_dir, table_name, serving_rows(frame, vectors), ann=serving.ann())
+        context.log.info(f"{lanes.lane_key('index', strategy)}: {synced}")
+        return materialized(
+            content_version(frame, TABLE_CONTENT),
+            synced
             | {
                 "index_params": dg.MetadataValue.json(synced["index_params"]),
-                "path": dg.MetadataValue.path(str(db_dir / f"{strategy.key}.lance")),
-                "commit": commit,
+                "path": dg.MetadataValue.path(str(db_dir / f"{table_name}.lance")),
             },
+            config=config,
+            tables=[(db_dir, table_name, synced["version"])],
         )
 
     return _index
 
 
-def synced_commit(instance: dg.DagsterInstance, strategy: Strategy) -> str:
-    """The notes commit of the latest sync of the strategy's table (its rows keep older ones)."""
-    event = instance.get_latest_materialization_event(dg.AssetKey(f"index_{strategy.key}"))
-    if event is None or event.asset_materialization is None:
-        raise ValueError(f"index_{strategy.key} was never materialized: materialize it first")
-    return str(event.asset_materialization.metadata["commit"].value)
+def evaluation_config(
+    embedder: EmbedderResource, serving: ServingResource, strategies: list[Strategy]
+) -> str:
+    return config_digest(serving_config(embedder, serving), [s.name for s in strategies])
 
 
-def evaluation_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
+def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]) -> dg.AssetsDefinition:
     @dg.asset(
         name="serving_evaluation",
         group_name="serving",
-        code_version=SERVING_VERSION,
+        code_version=code_version(
+            SERVING_VERSION, evaluation_config(resources["embedder"], resources["serving"], strategies)
+        ),
         kinds={"parquet", "markdown"},
-        deps=[f"index_{s.key}" for s in strategies],
+        deps=["source_notes", "questions", *(lanes.lane_key("index", s) for s in strategies)],
         check_specs=[
             dg.AssetCheckSpec(
                 "recall_and_fill",
@@ -173,22 +148,21 @@ def evaluation_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
             )
         ],
         description=f"Every served table searched with the questions: recall against exact search, "
-        f"under-filled answers and latency per index type and k, in `reports/{REPORT}`.",
+        f"under-filled answers and latency per index type and k, in `reports/{lanes.SERVING_REPORT}`.",
     )
     def serving_evaluation(
         context: dg.AssetExecutionContext,
-        questions: pd.DataFrame,
         embedder: EmbedderResource,
         serving: ServingResource,
         store: DataStore,
         notes_repo: NotesRepository,
         questions_file: QuestionsFile,
     ) -> dg.MaterializeResult:
-        commits = {s.name: synced_commit(context.instance, s) for s in strategies}
-        if len(set(commits.values())) > 1:
-            detail = ", ".join(f"{s} at {c[:12]}" for s, c in commits.items())
-            raise ValueError(f"the served tables are synced from different notes commits ({detail})")
-        commit = commits[strategies[0].name]
+        config = evaluation_config(embedder, serving, strategies)
+        if (kept := reuse(context, config)) is not None:
+            return kept
+        questions = store.read(lanes.QUESTIONS)
+        commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
         frames = [measure(s, questions, store, embedder, serving) for s in strategies]
         frame = pd.concat(frames, ignore_index=True).assign(commit=commit)
         provenance = {
@@ -201,22 +175,24 @@ def evaluation_asset(strategies: list[Strategy]) -> dg.AssetsDefinition:
                 {"chunkers": {s.name: s.version for s in strategies}, "serving": SERVING_VERSION}
             ),
         }
-        path = store.path("reports", REPORT)
+        path = store.path(lanes.report_path(lanes.SERVING_REPORT))
         table = pa.Table.from_pandas(frame, preserve_index=False)
         write_table(table.replace_schema_metadata({f"rag.{k}": v for k, v in provenance.items()}), path)
         shown = frame.drop(columns=["commit", "embedding_version"])
         context.log.info(f"serving evaluation:\n{to_markdown(shown)}")
         at_k = frame[frame["k"] == RECALL_K]
-        return dg.MaterializeResult(
-            data_version=data_version(frame, MEASURED),
-            metadata={
+        return materialized(
+            content_version(frame, MEASURED),
+            {
                 "serving": dg.MetadataValue.md(to_markdown(shown)),
                 f"min recall_vs_exact@{RECALL_K}": float(at_k["recall_vs_exact"].min()),
                 f"max latency_p95_ms@{RECALL_K}": float(at_k["latency_p95_ms"].max()),
                 "path": dg.MetadataValue.path(str(path)),
                 "commit": commit,
             },
-            check_results=[verdict(frame)],
+            config=config,
+            files=[path],
+            checks=[verdict(frame)],
         )
 
     return serving_evaluation

@@ -1,16 +1,15 @@
-"""Source stage: the repository head, notes read from the pinned commit, cleaned text, the questions."""
-
-import hashlib
-from pathlib import Path
+"""Source stage: the repository head and the questions file as observed, notes read from the pinned
+commit, cleaned text, the located questions."""
 
 import dagster as dg
 import pandas as pd
 
-from rag_pipeline.defs.io import data_version, versioned
+from rag_pipeline.defs import lanes
+from rag_pipeline.defs.lineage import code_version, materialized, reuse
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.access import UNAUTHORIZED
 from rag_pipeline.lib.cleaning import CLEANER_VERSION, clean_note
-from rag_pipeline.lib.incremental import rebuild_by_note
+from rag_pipeline.lib.incremental import content_version, rebuild_by_note
 from rag_pipeline.lib.questions import (
     QuestionsError,
     check_notes_exist,
@@ -20,8 +19,8 @@ from rag_pipeline.lib.questions import (
     with_access,
 )
 
-SOURCE_PATH = "notes/source_notes.parquet"
-CLEANED_PATH = "notes/cleaned_notes.parquet"
+HEAD = dg.AssetKey("notes_head")
+QUESTIONS_FILE = dg.AssetKey("questions_file")
 
 
 @dg.observable_source_asset(group_name="sources", description="The commit the configured ref names now.")
@@ -29,40 +28,91 @@ def notes_head(notes_repo: NotesRepository, store: DataStore) -> dg.DataVersion:
     return dg.DataVersion(notes_repo.head(store))
 
 
-@dg.asset(
-    group_name="sources",
-    code_version="source-v2",
-    kinds={"git", "parquet"},
-    deps=[notes_head],
-    metadata={"storage_path": SOURCE_PATH},
+@dg.observable_source_asset(
+    group_name="sources", description="The gold questions file, versioned by the sha256 of its bytes."
 )
-def source_notes(
-    context: dg.AssetExecutionContext, notes_repo: NotesRepository, store: DataStore
-) -> dg.Output:
-    """One row per note at the pinned commit: note (slug), path, commit, blob sha, title, raw text."""
-    previous = store.previous(SOURCE_PATH)
-    commit, notes = notes_repo.read(store)
+def questions_file(questions_file: QuestionsFile) -> dg.DataVersion:
+    return dg.DataVersion(questions_file.sha256())
+
+
+def observe(
+    notes_repo: NotesRepository, questions: QuestionsFile, store: DataStore
+) -> dict[dg.AssetKey, str]:
+    """What the two observations would record now: the runner and the sensor plan from these."""
+    return {HEAD: notes_repo.head(store), QUESTIONS_FILE: questions.sha256()}
+
+
+def note_commits(
+    notes_repo: NotesRepository,
+    store: DataStore,
+    commit: str,
+    paths: list[str],
+    previous: pd.DataFrame | None,
+) -> dict[str, str]:
+    """Per note path, the newest commit up to `commit` that changed it: only commits since the
+    previous build are read when there is one, so the cost follows the change."""
+    known: dict[str, str] = {}
+    since = None
+    if previous is not None and len(previous) and "note_commit" in previous:
+        known = dict(zip(previous["path"], previous["note_commit"]))
+        since = str(previous["commit"].iloc[0])
+    found = notes_repo.last_changes(store, commit, set(paths), since)
+    missing = {p for p in paths if p not in found and p not in known}
+    if missing and since is not None:  # a path the previous build did not read (another glob)
+        found |= notes_repo.last_changes(store, commit, missing, None)
+    return {p: found.get(p) or known.get(p) or commit for p in paths}
+
+
+def source_notes_asset(config: str) -> dg.AssetsDefinition:
+    """`config`: the notes repository's `version()` the definitions were built with."""
+
+    @dg.asset(
+        name="source_notes",
+        group_name="sources",
+        code_version=code_version("source-v3", config),
+        kinds={"git", "parquet"},
+        deps=[notes_head],
+        description="One row per note at the pinned commit: note (slug), path, commit, blob sha "
+        "(source_version), the last commit that changed it (note_commit), title, raw text, access.",
+    )
+    def _source_notes(context: dg.AssetExecutionContext, notes_repo: NotesRepository, store: DataStore):
+        return read_source_notes(context, notes_repo, store)
+
+    return _source_notes
+
+
+def read_source_notes(context: dg.AssetExecutionContext, notes_repo: NotesRepository, store: DataStore):
+    commit = notes_repo.head(store)
+    config = notes_repo.version()
+    if (kept := reuse(context, config, external={"commit": commit})) is not None:
+        return kept
+    previous = store.previous(lanes.SOURCE_NOTES)
+    notes = notes_repo.read(store, commit)
     frame = pd.DataFrame([n.__dict__ | {"access": list(n.access)} for n in notes])
+    changed = note_commits(notes_repo, store, commit, frame["path"].tolist(), previous)
+    frame["note_commit"] = frame["path"].map(changed)
     since = previous["commit"].iloc[0] if previous is not None and len(previous) else None
     context.log.info(f"read {len(frame)} notes at {commit} (previous build: {since or 'none'})")
-    return dg.Output(
-        frame,
-        # the commit is left out: a commit that touches no note changes nothing downstream
-        data_version=data_version(frame, ["note", "path", "source_version"]),
-        metadata={
-            "commit": commit,
+    path = store.write(frame, lanes.SOURCE_NOTES)
+    return materialized(
+        # the commit is part of it: the reports say which commit they were computed at
+        content_version(frame, ["note", "path", "source_version", "note_commit", "commit"]),
+        {
             "previous_commit": since or "",
             "repository": notes_repo.location(),
             "ref": notes_repo.ref,
             "notes": len(frame),
             "raw_chars": int(frame["raw"].str.len().sum()),
         },
+        config=config,
+        files=[path],
+        external={"commit": commit},
     )
 
 
 def _cleaned(note: dict) -> list[dict]:
     cleaned = clean_note(note["raw"], note["title"])
-    fields = ("note", "path", "commit", "source_version", "title", "cleaner_version", "access")
+    fields = ("note", "path", "commit", "source_version", "note_commit", "title", "cleaner_version", "access")
     return [
         {k: note[k] for k in fields}
         | {
@@ -77,84 +127,110 @@ def _cleaned(note: dict) -> list[dict]:
     group_name="sources",
     code_version=CLEANER_VERSION,
     kinds={"parquet"},
-    metadata={"storage_path": CLEANED_PATH},
+    deps=["source_notes"],
+    description="Plain text per note (code, markup and front matter removed) with every heading's span; "
+    "a note whose blob sha and cleaner version are unchanged is taken from the previous build.",
 )
-def cleaned_notes(
-    context: dg.AssetExecutionContext, source_notes: pd.DataFrame, store: DataStore
-) -> dg.Output:
-    """Plain text per note (code, markup and front matter removed) with every heading's span.
-
-    A note whose blob sha and cleaner version are unchanged is taken from the previous build.
-    """
-    previous = store.previous(CLEANED_PATH)
+def cleaned_notes(context: dg.AssetExecutionContext, store: DataStore):
+    if (kept := reuse(context)) is not None:
+        return kept
+    source = store.read(lanes.SOURCE_NOTES)
+    previous = store.previous(lanes.CLEANED_NOTES)
     rows, changes = rebuild_by_note(
         [] if previous is None else previous.to_dict("records"),
-        [n | {"cleaner_version": CLEANER_VERSION} for n in source_notes.to_dict("records")],
+        [n | {"cleaner_version": CLEANER_VERSION} for n in source.to_dict("records")],
         key=lambda r: f"{r.get('source_version')}|{r.get('cleaner_version')}",
         build=_cleaned,
-        refresh=lambda row, note: row | {"commit": note["commit"], "path": note["path"]},
+        refresh=lambda row, note: (
+            row | {"commit": note["commit"], "path": note["path"], "note_commit": note["note_commit"]}
+        ),
     )
     frame = pd.DataFrame(rows)
     empty = sorted(frame.loc[frame["text"].str.strip() == "", "path"])
     if empty:
         context.log.warning(f"{len(empty)} note(s) hold no text after cleaning: {', '.join(empty)}")
     context.log.info(f"cleaned notes: {changes.counts()}")
-    return versioned(
-        frame,
-        ["note", "source_version", "cleaner_version"],
-        notes=len(frame),
-        chars=int(frame["n_chars"].sum()),
-        notes_empty=len(empty),
-        **changes.counts(),
+    path = store.write(frame, lanes.CLEANED_NOTES)
+    return materialized(
+        # not the commit: a commit that changes no note's text stales nothing downstream
+        content_version(frame, ["note", "source_version", "cleaner_version", "note_commit"]),
+        {
+            "notes": len(frame),
+            "chars": int(frame["n_chars"].sum()),
+            "notes_empty": len(empty),
+            **changes.counts(),
+        },
+        files=[path],
     )
 
 
-@dg.asset(
-    group_name="sources",
-    code_version="questions-v2",
-    kinds={"json", "parquet"},
-    metadata={"storage_path": "notes/questions.parquet"},
-    check_specs=[
-        dg.AssetCheckSpec(
-            "evidence_found_once",
-            asset="questions",
-            blocking=True,
-            description="Every evidence string occurs exactly once in its note's cleaned text "
-            "(with RAG_INVALID_QUESTIONS=skip, a warning listing the questions left out).",
-        )
-    ],
-)
-def questions(context: dg.AssetExecutionContext, cleaned_notes: pd.DataFrame, questions_file: QuestionsFile):
-    """The gold questions with each evidence located in the cleaned text of its note.
+def questions_asset(config: str) -> dg.AssetsDefinition:
+    """`config`: the questions file's `version()` the definitions were built with."""
 
-    Bad gold labels fail the run before anything is scored, naming every question; with
-    `invalid: skip` those questions are kept apart (column `invalid`) and counted as `n_invalid`."""
+    @dg.asset(
+        name="questions",
+        group_name="sources",
+        code_version=code_version("questions-v3", config),
+        kinds={"json", "parquet"},
+        deps=[cleaned_notes, questions_file],
+        check_specs=[
+            dg.AssetCheckSpec(
+                "evidence_found_once",
+                asset="questions",
+                blocking=True,
+                description="Every evidence string occurs exactly once in its note's cleaned text "
+                "(with RAG_INVALID_QUESTIONS=skip, a warning listing the questions left out).",
+            )
+        ],
+        description="The gold questions with each evidence located in the cleaned text of its note. Bad "
+        "gold labels fail the run before anything is scored, naming every question; with `invalid: skip` "
+        "those questions are kept apart (column `invalid`) and counted as `n_invalid`.",
+    )
+    def _questions(context: dg.AssetExecutionContext, questions_file: QuestionsFile, store: DataStore):
+        return locate_questions(context, questions_file, store)
+
+    return _questions
+
+
+def locate_questions(context: dg.AssetExecutionContext, questions_file: QuestionsFile, store: DataStore):
+    digest = questions_file.sha256()
+    config = questions_file.version()
+    if (kept := reuse(context, config, external={"questions_sha256": digest})) is not None:
+        return kept
     items = questions_file.load()
-    texts = dict(zip(cleaned_notes["note"], cleaned_notes["text"]))
+    cleaned = store.read(lanes.CLEANED_NOTES, columns=["note", "text", "access"])
+    texts = dict(zip(cleaned["note"], cleaned["text"]))
     check_notes_exist(items, set(texts), questions_file.path)
-    items = with_access(items, dict(zip(cleaned_notes["note"], cleaned_notes["access"])), questions_file.path)
+    items = with_access(items, dict(zip(cleaned["note"], cleaned["access"])), questions_file.path)
     problems = evidence_problems(items, texts)
     if problems and questions_file.invalid != "skip":
         raise QuestionsError(invalid_gold_message(questions_file.path, problems))
     frame = questions_frame(items, texts, problems)
-    frame["questions_sha256"] = hashlib.sha256(Path(questions_file.path).read_bytes()).hexdigest()
+    frame["questions_sha256"] = digest
     if problems:
         context.log.warning(invalid_gold_message(questions_file.path, problems))
-    yield versioned(
-        frame,
-        questions=len(frame),
-        answerable=int(frame["answerable"].sum()),
-        unanswerable=int((~frame["answerable"] & (frame["category"] != UNAUTHORIZED)).sum()),
-        unauthorized=int((frame["category"] == UNAUTHORIZED).sum()),
-        invalid=len(problems),
-        categories=dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
-        file=questions_file.path,
-        questions_sha256=frame["questions_sha256"].iloc[0],
-    )
-    yield dg.AssetCheckResult(
+    path = store.write(frame, lanes.QUESTIONS)
+    check = dg.AssetCheckResult(
+        check_name="evidence_found_once",
         passed=not problems,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={
             "left_out": dg.MetadataValue.md("\n".join(f"- {q}: {p}" for q, p in problems.items()) or "none")
         },
+    )
+    return materialized(
+        content_version(frame, list(frame.columns)),
+        {
+            "questions": len(frame),
+            "answerable": int(frame["answerable"].sum()),
+            "unanswerable": int((~frame["answerable"] & (frame["category"] != UNAUTHORIZED)).sum()),
+            "unauthorized": int((frame["category"] == UNAUTHORIZED).sum()),
+            "invalid": len(problems),
+            "categories": dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
+            "file": questions_file.path,
+        },
+        config=config,
+        files=[path],
+        checks=[check],
+        external={"questions_sha256": digest},
     )

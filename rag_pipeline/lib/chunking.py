@@ -270,12 +270,13 @@ def chunk_note(
 
 def chunk_cleaned_note(strategy: Strategy, note: dict) -> list[dict]:
     """`chunk_note` for a row of the cleaned notes (its sections stored as dicts); every chunk carries
-    the groups that may read its note (`access`, empty for a public note)."""
+    the groups that may read its note (`access`, empty for a public note) and, as its `commit`, the
+    last commit that changed its note (`note_commit`): a chunk's rows do not change with unrelated commits."""
     rows = chunk_note(
         strategy,
         note=note["note"],
         source_version=note["source_version"],
-        commit=note["commit"],
+        commit=note["note_commit"],
         cleaner_version=note["cleaner_version"],
         text=note["text"],
         sections=[Section(**s) for s in note["sections"]],

@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -143,3 +144,37 @@ def read_notes(commit: git.Commit, glob: str, exclude: list[str]) -> list[Source
     if not notes:
         raise NotesSourceError(f"no file matches {glob!r} at commit {commit.hexsha[:12]}")
     return sorted(notes.values(), key=lambda n: n.note)
+
+
+def last_changes(repo: git.Repo, commit: str, paths: set[str], since: str | None = None) -> dict[str, str]:
+    """For each of `paths`, the newest commit at or before `commit` that changed it.
+
+    With `since` (an ancestor of `commit`), only commits after it are read, and paths none of them
+    touched are left out: the caller keeps what it knew at `since`. One `git log` pass, stopped as
+    soon as every path is found; history order is git's own (reverse chronological)."""
+    try:
+        if since is not None and since != commit and not repo.is_ancestor(since, commit):
+            since = None
+    except git.GitCommandError:  # `since` is not in this repository
+        since = None
+    if since == commit:
+        return {}
+    rev = f"{since}..{commit}" if since else commit
+    # quotePath off: paths come back as written, not octal-escaped
+    command = ["git", f"--git-dir={repo.git_dir}", "-c", "core.quotePath=false", "log", rev]
+    command += ["--format=%x00%H", "--name-only", "--no-renames"]
+    found: dict[str, str] = {}
+    current = ""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as process:
+        try:
+            for raw in process.stdout:
+                line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
+                if line.startswith("\0"):
+                    current = line[1:]
+                elif line in paths and line not in found:
+                    found[line] = current
+                    if len(found) == len(paths):
+                        break
+        finally:
+            process.kill()
+    return found

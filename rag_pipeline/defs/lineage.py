@@ -1,0 +1,209 @@
+"""Whether an asset is fresh, and reusing its last output when it is: one rule for the runner, the
+sensor, the schedule and every step.
+
+An asset is fresh when its last materialization was made by the current code version, under the
+settings it records (`config_version`, the part of its code version after `@`), from the current
+data version of every parent, and every output it recorded is still there and readable. A step
+whose asset is fresh returns at once with its last data version, metadata and check results, so
+"Materialize all" costs what changed; the runner and the sensor run only what is stale and all
+that lies downstream of it, in one run, so no asset runs while one of its ancestors is stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import dagster as dg
+import pyarrow.parquet as pq
+
+from rag_pipeline.lib.serving import open_table
+from rag_pipeline.lib.storage import location, parquet_file
+
+DATA_VERSION = "dagster/data_version"
+CODE_VERSION = "dagster/code_version"
+INPUT_VERSION = "dagster/input_data_version/"
+INITIAL = "INITIAL"  # Dagster's version of a source never observed
+CONFIG = "config_version"
+OUTPUTS = "outputs"
+CHECKS = "checks"
+REUSED = "reused"
+
+
+def config_digest(*parts: object) -> str:
+    """A short digest of the settings an output depends on."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def code_version(base: str, config: str | None = None) -> str:
+    """`base@config`: a settings change shows in the UI as a changed code version."""
+    return f"{base}@{config}" if config else base
+
+
+def config_of(version: str | None) -> str | None:
+    return version.split("@", 1)[1] if version and "@" in version else None
+
+
+@dataclass(frozen=True)
+class Last:
+    """An asset's latest materialization: what it was made from and what it left behind."""
+
+    run_id: str
+    code_version: str | None
+    inputs: dict[str, str]
+    data_version: str | None
+    metadata: dict[str, dg.MetadataValue]
+
+    def value(self, name: str) -> object:
+        entry = self.metadata.get(name)
+        return None if entry is None else entry.value
+
+
+def last_materialization(instance: dg.DagsterInstance, key: dg.AssetKey) -> Last | None:
+    records = instance.fetch_materializations(key, limit=1).records
+    if not records:
+        return None
+    event = records[0].asset_materialization
+    tags = dict(event.tags or {})
+    inputs = {k.removeprefix(INPUT_VERSION): v for k, v in tags.items() if k.startswith(INPUT_VERSION)}
+    return Last(
+        records[0].run_id, tags.get(CODE_VERSION), inputs, tags.get(DATA_VERSION), dict(event.metadata)
+    )
+
+
+def latest_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
+    """The data version a materialization of a child would record for `key` now: its latest
+    materialization's, else its latest observation's, else `INITIAL` (a source never observed)."""
+    last = last_materialization(instance, key)
+    if last is not None:
+        return last.data_version
+    records = instance.fetch_observations(key, limit=1).records
+    return (records[0].asset_observation.tags or {}).get(DATA_VERSION, INITIAL) if records else INITIAL
+
+
+def outputs(*paths: object, tables: Sequence[tuple[object, str, int]] = ()) -> dg.MetadataValue:
+    """The outputs an asset leaves behind (files; LanceDB tables as (db dir, name, version)), recorded
+    so that a deleted or damaged one makes the asset stale."""
+    entries = [{"path": str(p)} for p in paths]
+    entries += [{"db": str(db), "table": name, "version": version} for db, name, version in tables]
+    return dg.MetadataValue.json(entries)
+
+
+def damaged(recorded: object) -> str | None:
+    """Why one of the recorded outputs is missing or unreadable, or None when all are whole."""
+    for entry in recorded or []:
+        if "table" in entry:
+            try:
+                table = open_table(location(entry["db"]), entry["table"])
+                version = table.version
+                table.count_rows()
+            except Exception as exc:  # LanceDB raises several types for a missing or broken table
+                return f"LanceDB table {entry['table']} in {entry['db']} cannot be read ({exc.__class__.__name__})"
+            if version != entry["version"]:
+                return f"LanceDB table {entry['table']} is at version {version}, not {entry['version']}"
+            continue
+        path = location(entry["path"])
+        if not path.exists():
+            return f"{path} is missing"
+        if str(path).endswith(".parquet"):
+            try:
+                parquet_file(path).metadata  # noqa: B018 - reading the footer is the check
+            except (OSError, pq.lib.ArrowException) as exc:
+                return f"{path} cannot be read ({exc})"
+    return None
+
+
+def stale_reason(
+    instance: dg.DagsterInstance,
+    key: dg.AssetKey,
+    version: str | None,
+    parents: Sequence[dg.AssetKey],
+    *,
+    current: Mapping[dg.AssetKey, str] | None = None,
+    config: str | None = None,
+    external: Mapping[str, object] | None = None,
+) -> str | None:
+    """Why `key` is stale, or None when it is fresh. `current` holds parent versions known better
+    than the instance does (sources just observed), `config` the settings the step runs under
+    (default: those its code version names), `external` what a source asset read outside Dagster."""
+    last = last_materialization(instance, key)
+    if last is None:
+        return "never materialized"
+    if last.code_version != version:
+        return f"code version {last.code_version} -> {version}"
+    config = config if config is not None else config_of(version)
+    if config is not None and last.value(CONFIG) != config:
+        return f"built under other settings ({last.value(CONFIG)}, now {config})"
+    for parent in parents:
+        now = (current or {}).get(parent) or latest_version(instance, parent)
+        if last.inputs.get(parent.to_user_string()) != now:
+            return f"{parent.to_user_string()} changed"
+    for name, value in (external or {}).items():
+        if last.value(name) != value:
+            return f"{name} changed ({last.value(name)} -> {value})"
+    return damaged(last.value(OUTPUTS))
+
+
+def checks_metadata(results: Sequence[dg.AssetCheckResult]) -> dict[str, dg.MetadataValue]:
+    """The check results, kept in the materialization so that a reused output replays them."""
+    kept = {
+        r.check_name: {
+            "passed": r.passed,
+            "severity": r.severity.value,
+            "metadata": {k: str(getattr(v, "value", v)) for k, v in (r.metadata or {}).items()},
+        }
+        for r in results
+    }
+    return {CHECKS: dg.MetadataValue.json(kept)}
+
+
+def reuse(
+    context: dg.AssetExecutionContext, config: str | None = None, external: Mapping[str, object] | None = None
+) -> dg.MaterializeResult | None:
+    """The last output again when the asset is fresh (see `stale_reason`), else None."""
+    key = context.asset_key
+    version = context.assets_def.code_versions_by_key[key]
+    parents = sorted(context.assets_def.asset_deps[key], key=lambda k: k.to_user_string())
+    reason = stale_reason(context.instance, key, version, parents, config=config, external=external)
+    if reason is not None:
+        context.log.info(f"{key.to_user_string()}: {reason}")
+        return None
+    last = last_materialization(context.instance, key)
+    kept = last.value(CHECKS) or {}
+    replayed = [
+        dg.AssetCheckResult(
+            check_name=name,
+            passed=check["passed"],
+            severity=dg.AssetCheckSeverity(check["severity"]),
+            metadata=check["metadata"] | {"reused from run": last.run_id},
+        )
+        for name, check in kept.items()
+    ]
+    metadata = {k: v for k, v in last.metadata.items() if k != REUSED} | {REUSED: last.run_id}
+    context.log.info(f"{key.to_user_string()}: inputs unchanged, output of run {last.run_id} reused")
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(last.data_version), metadata=metadata, check_results=replayed
+    )
+
+
+def materialized(
+    data_version: str,
+    metadata: Mapping[str, object],
+    *,
+    config: str | None = None,
+    files: Sequence[object] = (),
+    tables: Sequence[tuple[object, str, int]] = (),
+    checks: Sequence[dg.AssetCheckResult] = (),
+    external: Mapping[str, object] | None = None,
+) -> dg.MaterializeResult:
+    """An asset's result with what `reuse` and `stale_reason` need recorded beside its metadata."""
+    extra: dict[str, object] = {OUTPUTS: outputs(*files, tables=tables), **checks_metadata(checks)}
+    if config is not None:
+        extra[CONFIG] = config
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(data_version),
+        metadata={**metadata, **(external or {}), **extra},
+        check_results=list(checks),
+    )
