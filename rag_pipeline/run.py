@@ -6,13 +6,16 @@ of the job as the UI knows it (its page, the timeline). Nothing stale: nothing r
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import dagster as dg
 
+from rag_pipeline.lib.locks import DirectoryLock
 from rag_pipeline.settings import PROJECT_ROOT, SettingsError
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
@@ -72,6 +75,20 @@ def follow(instance: dg.DagsterInstance, run_id: str, echo=print) -> dg.DagsterR
         time.sleep(0.5)
 
 
+def open_instance() -> dg.DagsterInstance:
+    """`DAGSTER_HOME`'s instance; two processes creating a fresh one at once would race on its
+    sqlite tables, so the creation is done under a lock."""
+    home = os.environ.get("DAGSTER_HOME")
+    if not home:
+        return dg.DagsterInstance.get()  # Dagster's own message says what to set
+    lock = DirectoryLock(Path(home) / ".rag-instance.lock", "instance set-up")
+    lock.acquire()
+    try:
+        return dg.DagsterInstance.get()
+    finally:
+        lock.release()
+
+
 def stale_summary(stale: dict[dg.AssetKey, str], shown: int = 4) -> str:
     """Why the assets are stale, grouped by reason, a few names each."""
     by_reason: dict[str, list[str]] = {}
@@ -93,7 +110,7 @@ def main() -> int:
     from rag_pipeline.defs.planner import next_run
 
     r = defs.resources
-    with dg.DagsterInstance.get() as instance:
+    with open_instance() as instance:
         for _ in range(MAX_RUNS):
             graph = defs.resolve_asset_graph()
             found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"], r["store"])

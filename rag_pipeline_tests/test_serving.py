@@ -206,3 +206,14 @@ def test_a_new_embedding_dimension_replaces_the_table(tmp_path):
     result = sync_table(tmp_path, "t", rows_of(frame.assign(embedding_version="e2"), dim=24), retain=NOW)
     assert (result["rows"], result["rows_added"], result["rows_removed"]) == (20, 20, 20)
     assert open_table(tmp_path, "t").schema.field("vector").type.list_size == 24
+
+
+def test_a_sync_repairs_a_table_holding_a_chunk_id_twice(tmp_path):
+    frame = chunks({"n1": [], "n2": []})
+    rows = rows_of(frame)
+    sync_table(tmp_path, "fixed_1000", rows, retain=NOW)
+    open_table(tmp_path, "fixed_1000").add(rows.slice(0, 3))  # what two interleaved writers left
+    assert open_table(tmp_path, "fixed_1000").count_rows() == len(frame) + 3
+    result = sync_table(tmp_path, "fixed_1000", rows, retain=NOW)
+    served = open_table(tmp_path, "fixed_1000").search().limit(None).to_arrow()["chunk_id"].to_pylist()
+    assert sorted(served) == sorted(frame["chunk_id"]) and result["ids_repaired"] == 3

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
-import pyarrow.parquet as pq
+import pyarrow as pa
 
 from rag_pipeline.lib.serving import open_table
 from rag_pipeline.lib.storage import location, parquet_file
@@ -30,6 +30,17 @@ CONFIG = "config_version"
 OUTPUTS = "outputs"
 CHECKS = "checks"
 REUSED = "reused"
+# metadata that counts what a run did, not what its output holds: a reused output did none of it
+WORK = (
+    "texts_embedded",
+    "queries_embedded",
+    "prompts_asked",
+    "notes_added",
+    "notes_changed",
+    "notes_removed",
+)
+WORK += ("chunks_new", "chunks_removed", "rows_added", "rows_removed", "rows_updated", "ids_repaired")
+ALL_REUSED = {"vectors_reused": "vectors", "notes_unchanged": "notes", "chunks_reused": "chunks"}
 
 
 def config_digest(*parts: object) -> str:
@@ -110,7 +121,7 @@ def damaged(recorded: object) -> str | None:
         if str(path).endswith(".parquet"):
             try:
                 parquet_file(path).metadata  # noqa: B018 - reading the footer is the check
-            except (OSError, pq.lib.ArrowException) as exc:
+            except (OSError, pa.ArrowException) as exc:
                 return f"{path} cannot be read ({exc})"
     return None
 
@@ -162,7 +173,9 @@ def checks_metadata(results: Sequence[dg.AssetCheckResult]) -> dict[str, dg.Meta
 def reuse(
     context: dg.AssetExecutionContext, config: str | None = None, external: Mapping[str, object] | None = None
 ) -> dg.MaterializeResult | None:
-    """The last output again when the asset is fresh (see `stale_reason`), else None."""
+    """The last output again when the asset is fresh (see `stale_reason`), else None. Every asset
+    calls it first, so this is where a run becomes the data directory's one writer."""
+    context.resources.store.hold(f"run {context.run_id}", context.log.warning)
     key = context.asset_key
     version = context.assets_def.code_versions_by_key[key]
     parents = sorted(context.assets_def.asset_deps[key], key=lambda k: k.to_user_string())
@@ -182,6 +195,10 @@ def reuse(
         for name, check in kept.items()
     ]
     metadata = {k: v for k, v in last.metadata.items() if k != REUSED} | {REUSED: last.run_id}
+    metadata |= {k: 0 for k in WORK if k in metadata}
+    metadata |= {
+        k: last.metadata[total] for k, total in ALL_REUSED.items() if k in metadata and total in metadata
+    }
     context.log.info(f"{key.to_user_string()}: inputs unchanged, output of run {last.run_id} reused")
     return dg.MaterializeResult(
         data_version=dg.DataVersion(last.data_version), metadata=metadata, check_results=replayed

@@ -6,18 +6,21 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 import dagster as dg
 import numpy as np
 import pandas as pd
+from pydantic import PrivateAttr
 
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.lib.backends import make_embedder
 from rag_pipeline.lib.bundled_repo import ensure_repository
 from rag_pipeline.lib.embedders import Embedder, Kind
 from rag_pipeline.lib.llm import LLM, make_llm
+from rag_pipeline.lib.locks import DirectoryLock
 from rag_pipeline.lib.notes import SourceNote, last_changes, open_repository, read_notes, resolve_commit
 from rag_pipeline.lib.questions import Question, QuestionsError, load_questions
 from rag_pipeline.lib.rerank import HttpReranker
@@ -34,6 +37,21 @@ class DataStore(dg.ConfigurableResource):
     """The data directory every output goes under: a local path or an `s3://bucket/prefix` URL."""
 
     data_dir: str = D.data_dir
+    _writer: DirectoryLock | None = PrivateAttr(default=None)
+
+    def hold(self, holder: str, wait: Callable[[str], None]) -> None:
+        """Be the one writer of the data directory until this resource is torn down: the end of
+        the run in one process, the end of the step under the multiprocess executor. A second run
+        waits here, told which run holds it."""
+        if self._writer is None:
+            lock = DirectoryLock(self.local(".writer.lock"), holder)
+            lock.acquire(wait)
+            self._writer = lock
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._writer is not None:
+            self._writer.release()
+            self._writer = None
 
     def path(self, *parts: str) -> AnyPath:
         return location(self.data_dir).joinpath(*parts)

@@ -196,6 +196,17 @@ def _changes(table: lancedb.table.Table, rows: pa.Table) -> dict[str, int]:
     }
 
 
+def _drop_duplicates(table: lancedb.table.Table) -> int:
+    """Delete every row of a chunk_id the table holds more than once (left by an older version or a
+    crash), so the merge that follows writes it once again; returns how many ids were repaired."""
+    ids = pd.Series(table.search().select(["chunk_id"]).to_arrow()["chunk_id"].to_pylist(), dtype=object)
+    twice = sorted(set(ids[ids.duplicated()]))
+    for start in range(0, len(twice), 500):
+        quoted = ", ".join("'" + c.replace("'", "''") + "'" for c in twice[start : start + 500])
+        table.delete(f"chunk_id IN ({quoted})")
+    return len(twice)
+
+
 def _open_or_create(db: lancedb.DBConnection, table_name: str, schema: pa.Schema) -> lancedb.table.Table:
     try:
         return db.open_table(table_name)
@@ -263,8 +274,10 @@ def sync_table(
     if table.schema.field("vector").type != schema.field("vector").type:
         # another embedder's dimension: the whole table is replaced, still as one new version
         changes = {"rows_added": rows.num_rows, "rows_removed": table.count_rows(), "rows_updated": 0}
+        repaired = 0
         table = db.create_table(table_name, data=batches, schema=schema, mode="overwrite")
     else:
+        repaired = _drop_duplicates(table)
         changes = _changes(table, rows)
         if any(changes.values()):
             differs = " OR ".join(f"target.{c} != source.{c}" for c in MUTABLE)
@@ -291,6 +304,7 @@ def sync_table(
         "version": table.version,
         "rows": table.count_rows(),
         **changes,
+        "ids_repaired": repaired,
         **index,
         "versions_kept": len(table.list_versions()),
         "disk_bytes": tree_bytes(as_path(db_dir) / f"{table_name}.lance"),
