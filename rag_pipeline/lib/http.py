@@ -2,8 +2,10 @@
 
 Timeouts, connection errors, 408, 429 and 5xx are retried (tenacity) with exponential backoff and
 full jitter, or after the server's `Retry-After` on 429 and 503; any other 4xx fails at once with
-the server's own message. A server that never answers fails the call within about
-(retries + 1) x timeout, and while a request is outstanding a line is logged every `heartbeat_s`.
+the server's own message. `timeout` bounds each request as a whole, not each read (see
+deadline.py), so a server that never answers, or answers a byte at a time, fails the call within
+about (retries + 1) x timeout plus the backoff; while a request is outstanding a line is logged
+every `heartbeat_s`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 import httpx
 import tenacity
+
+from rag_pipeline.lib.deadline import DeadlineTransport, within
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 MAX_RETRY_AFTER_S = 120.0  # a server asking for longer is not waited for beyond this
@@ -90,10 +94,12 @@ class JsonClient:
         self.max_retries = max_retries
         self.heartbeat_s = heartbeat_s
         self._jitter = tenacity.wait_random_exponential(multiplier=backoff, max=30)
+        # the transport applies the environment's proxy itself, so httpx must not mount its own
         self.client = httpx.Client(
             timeout=timeout,
             headers=headers or {},
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            transport=DeadlineTransport(self.url, connections),
+            trust_env=False,
         )
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
@@ -104,7 +110,7 @@ class JsonClient:
 
     def _post_once(self, url: str, body: dict[str, Any]) -> Any:
         try:
-            with heartbeat(f"{self.name} {url}", self.heartbeat_s):
+            with heartbeat(f"{self.name} {url}", self.heartbeat_s), within(self.timeout):
                 response = self.client.post(url, json=body)
         except httpx.TimeoutException as exc:
             raise ServerError(
