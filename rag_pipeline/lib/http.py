@@ -5,7 +5,7 @@ full jitter, or after the server's `Retry-After` on 429 and 503; any other 4xx f
 the server's own message. `timeout` bounds each request as a whole, not each read (see
 deadline.py), so a server that never answers, or answers a byte at a time, fails the call within
 about (retries + 1) x timeout plus the backoff; while a request is outstanding a line is logged
-every `heartbeat_s`.
+every `heartbeat_s`. A reply that is not JSON is an error naming the URL, never a bare decode error.
 """
 
 from __future__ import annotations
@@ -118,9 +118,16 @@ class JsonClient:
             ) from exc
         except httpx.TransportError as exc:
             raise ServerError(f"{self.name} {url}: cannot connect ({exc}); is the server running?") from exc
-        if response.status_code < 400:
-            return response.json()
         status = response.status_code
+        if status < 400:
+            try:
+                return response.json()
+            except ValueError:
+                raise ServerError(
+                    f"{self.name} {url}: HTTP {status} but the reply is not JSON "
+                    f"({response.text[:80]!r}); is {self.url} the server's base URL?",
+                    status,
+                ) from None
         wait = retry_after_seconds(response.headers.get("retry-after")) if status in (429, 503) else None
         raise ServerError(f"{self.name} {url}: HTTP {status}: {server_message(response)}", status, wait)
 
@@ -140,6 +147,13 @@ class JsonClient:
                 raise
             attempts = retrying.statistics.get("attempt_number", 1)
             raise ServerError(f"{exc}, after {attempts} attempts", exc.status) from exc
+
+
+def without_v1(url: str) -> str:
+    """An OpenAI-compatible base URL as the paths here (`/v1/...`) expect it: one trailing `/v1`,
+    as the OpenAI SDKs take the base URL, is dropped."""
+    url = url.strip().rstrip("/")
+    return url.removesuffix("/v1")
 
 
 def server_message(response: httpx.Response) -> str:
