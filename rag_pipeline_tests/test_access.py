@@ -9,7 +9,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.lib.access import may_read, readable_mask
+from rag_pipeline.lib.access import may_read, readable_mask, readable_units
+from rag_pipeline.lib.chunking import chunk_note, fixed_strategy
+from rag_pipeline.lib.cleaning import clean_note
+from rag_pipeline.lib.embedders import HashingEmbedder
 from rag_pipeline.lib.incremental_retrieval import retrieve_incremental
 from rag_pipeline.lib.lexical import make_analyzer
 from rag_pipeline.lib.metrics import access_at
@@ -159,3 +162,50 @@ def test_an_access_only_commit_re_embeds_nothing(notes_repo, small_env):
     ]
     assert embedded == [0] * 6
     assert materialization_metadata(result, "cleaned_notes")["notes_changed"] == 1
+
+
+def test_parent_units_count_no_parent_lying_inside_another():
+    chunks = pd.DataFrame(
+        {
+            "note": ["a", "a", "a", "a", "a", "a", "b", "c"],
+            "parent_id": ["a0-100", "a0-50", "a50-100", "a0-100", "a100-200", "a150-250", "b0-50", "c0-9"],
+            "parent_start": [0, 0, 50, 0, 100, 150, 0, 0],
+            "parent_end": [100, 50, 100, 100, 200, 250, 50, 9],
+            "access": [[], [], [], [], [], [], [], ["hr"]],
+        }
+    )
+    retrieval = pd.DataFrame(
+        {"question_id": ["q", "q", "hr"], "retriever": ["rrf+parent", "rrf", "dense+parent"]}
+    )
+    # a: [0,100] holds [0,50] and [50,100] (and is there twice); [100,200] and [150,250] only overlap
+    assert readable_units(retrieval, chunks, {"q": ("ops",), "hr": ("hr",)}) == [3 + 1, 7, 3 + 1 + 1]
+
+
+def test_parent_retrieval_that_returned_every_readable_unit_is_not_underfilled():
+    """Fixed-size chunks cross headings, so their parents nest; +parent passes each section once."""
+    body = "".join(f"### Section {i}\n" + f"本文 {i} の内容です。" * 18 + "\n\n" for i in range(6))
+    note = clean_note(body, "Nested")
+    rows = chunk_note(
+        fixed_strategy("fixed-90", 90),
+        note="nested",
+        source_version="v1",
+        commit="c1",
+        cleaner_version="clean-v1",
+        text=note.text,
+        sections=note.sections,
+    )
+    chunks = pd.DataFrame(rows).assign(access=[[] for _ in rows])
+    embedder = HashingEmbedder()
+    vectors = embedder.embed(chunks["text"].tolist(), "passage")
+    index = ChunkIndex(chunks, vectors, make_analyzer("char"), ctx_vectors=vectors)
+    settings = RetrievalSettings(candidate_k=50, depth=50, rerank_k=5, context_k=5)
+    query = embedder.embed(["本文 3 の内容"], "query")
+    frame = retrieve(index, ["dense+parent"], ["q"], query, ["本文 3 の内容"], settings, groups=[("ops",)])
+    frame = frame[frame["retriever"] == "dense+parent"]
+    assert len(chunks) < settings.depth  # every readable chunk was ranked: nothing more to pass
+    assert chunks["parent_id"].nunique() > len(frame)  # nested parents: more ids than units passable
+    frame["n_readable"] = readable_units(frame, chunks, {"q": ("ops",)})
+    outcomes = pd.DataFrame(
+        {"leak_ranks": [[]], "n_returned": [len(frame)], "n_readable": [frame["n_readable"].iloc[0]]}
+    )
+    assert all(access_at(outcomes, k)["underfilled"] == 0 for k in range(1, 11))

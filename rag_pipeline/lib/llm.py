@@ -20,7 +20,7 @@ import numpy as np
 
 from rag_pipeline.lib.answers import ABSTAIN, PROMPT_VERSION, Prompt, Reply, without_citations
 from rag_pipeline.lib.embedders import Embedder
-from rag_pipeline.lib.http import JsonClient, ServerError
+from rag_pipeline.lib.http import JsonClient, ServerError, without_v1
 
 THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.S)
 # 。！？ always end a sentence; ASCII . ! ? only before whitespace, so 15.6 and v1.2 stay whole
@@ -173,7 +173,8 @@ class OpenAILLM(ChatLLM):
     """`/v1/chat/completions` of any OpenAI-compatible server (vLLM, llama.cpp, LM Studio, ...).
 
     The API key is read from the variable `api_key_env` names and only ever sent as a header.
-    `revision` names the model build in llm_version (the protocol gives no digest)."""
+    `revision` names the model build in llm_version (the protocol gives no digest). A base URL
+    ending in `/v1` (as the OpenAI SDKs take it) is used without it."""
 
     backend = "openai"
 
@@ -187,7 +188,8 @@ class OpenAILLM(ChatLLM):
         **options: Any,
     ):
         key = os.environ.get(api_key_env)
-        super().__init__(url, model, headers={"Authorization": f"Bearer {key}"} if key else {}, **options)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        super().__init__(without_v1(url), model, headers=headers, **options)
         self.revision = revision
 
     @property

@@ -8,8 +8,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import git
 
@@ -31,16 +33,35 @@ class SourceNote:
     access: tuple[str, ...] = ()  # the groups that may read the note; empty: public
 
 
-def access_groups(value: object, where: str) -> tuple[str, ...]:
-    """Front matter `access`: a list of group names, or one name; absent means public."""
-    if value is None:
+def access_groups(fields: Mapping[Any, Any], where: str) -> tuple[str, ...]:
+    """The groups a note's front matter `fields` give it; empty (public) only when `access` is absent.
+
+    Fails closed: markup that could be meant to restrict a note is an error naming it, never read
+    as public. Accepted: `access: sre`, `access: sre, payments` (split at commas) and
+    `access: [sre, payments]`. Rejected: a key spelled `Access` or `ACCESS`, an empty value
+    (`access:`, `access: ""`, `access: []`), an empty group name, anything but strings."""
+    for key in fields:
+        if isinstance(key, str) and key != "access" and key.strip().lower() == "access":
+            raise NotesSourceError(
+                f"{where}: front matter key {key!r} is not read; write `access` (lower case)"
+            )
+    if "access" not in fields:
         return ()
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+    value = fields["access"]
+    if value is None or value == [] or (isinstance(value, str) and not value.strip()):
+        raise NotesSourceError(
+            f"{where}: `access` is empty ({value!r}); a public note omits the key, "
+            "a restricted one lists its groups (`access: [sre]`)"
+        )
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(n, str) for n in items):
         raise NotesSourceError(
             f"{where}: `access` must be a group name or a list of group names, got {value!r}"
         )
-    return tuple(sorted({n.strip() for n in names}))
+    names = [part.strip() for item in items for part in item.split(",")]
+    if not all(names):
+        raise NotesSourceError(f"{where}: `access` holds an empty group name: {value!r}")
+    return tuple(sorted(set(names)))
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -139,7 +160,7 @@ def read_notes(commit: git.Commit, glob: str, exclude: list[str]) -> list[Source
         except FrontMatterError as exc:
             raise NotesSourceError(f"{item.path} at commit {commit.hexsha[:12]}: {exc}") from None
         title = str(fields.get("title") or slug)
-        access = access_groups(fields.get("access"), f"{item.path} at commit {commit.hexsha[:12]}")
+        access = access_groups(fields, f"{item.path} at commit {commit.hexsha[:12]}")
         notes[slug] = SourceNote(slug, item.path, commit.hexsha, item.hexsha, title, raw, access)
     if not notes:
         raise NotesSourceError(f"no file matches {glob!r} at commit {commit.hexsha[:12]}")

@@ -12,6 +12,8 @@ import fnmatch
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -29,6 +31,28 @@ def _endpoint() -> str:
 
 def _region() -> str:
     return os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"
+
+
+class StorageError(OSError):
+    """The object store could not be reached or refused the request; the message names the settings."""
+
+
+@contextmanager
+def object_store(where: Location) -> Iterator[None]:
+    """pyarrow's S3 errors as one line naming the object and the AWS_* variables that decide where
+    and as whom it is read; a missing object stays a FileNotFoundError."""
+    try:
+        yield
+    except (FileNotFoundError, StorageError):
+        raise
+    except OSError as exc:
+        via = f"endpoint {_endpoint()}" if _endpoint() else "AWS S3 itself (no AWS_ENDPOINT_URL)"
+        keys = "set" if os.environ.get("AWS_ACCESS_KEY_ID") else "not set"
+        raise StorageError(
+            f"{where}: object store error via {via}, region {_region()}, AWS_ACCESS_KEY_ID {keys}: "
+            f"{' '.join(str(exc).split())}; check AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3), "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        ) from exc
 
 
 def s3_filesystem() -> pafs.S3FileSystem:
@@ -86,10 +110,12 @@ class Location:
         return Location(self.key.rsplit("/", 1)[0], self.fs, self.scheme)
 
     def exists(self) -> bool:
-        return self.fs.get_file_info(self.key).type != pafs.FileType.NotFound
+        with object_store(self):
+            return self.fs.get_file_info(self.key).type != pafs.FileType.NotFound
 
     def size(self) -> int:
-        return self.fs.get_file_info(self.key).size
+        with object_store(self):
+            return self.fs.get_file_info(self.key).size
 
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
         """Object stores have no directories: a prefix exists once an object is under it."""
@@ -97,11 +123,15 @@ class Location:
     def unlink(self, missing_ok: bool = False) -> None:
         if missing_ok and not self.exists():
             return
-        self.fs.delete_file(self.key)
+        with object_store(self):
+            self.fs.delete_file(self.key)
 
     def files(self, pattern: str = "*", recursive: bool = False) -> list[Location]:
         """The objects under this prefix whose name matches `pattern`, sorted."""
-        infos = self.fs.get_file_info(pafs.FileSelector(self.key, allow_not_found=True, recursive=recursive))
+        with object_store(self):
+            infos = self.fs.get_file_info(
+                pafs.FileSelector(self.key, allow_not_found=True, recursive=recursive)
+            )
         return sorted(
             Location(i.path, self.fs, self.scheme)
             for i in infos
@@ -112,7 +142,7 @@ class Location:
         return self.files(pattern)
 
     def read_bytes(self) -> bytes:
-        with self.fs.open_input_stream(self.key) as stream:
+        with object_store(self), self.fs.open_input_stream(self.key) as stream:
             return stream.read()
 
     def read_text(self, encoding: str = "utf-8") -> str:
@@ -149,7 +179,8 @@ def tree_bytes(path: AnyPath) -> int:
 def read_table(path: AnyPath, **options) -> pa.Table:
     """`options` go to `pq.read_table` (columns, ...)."""
     if isinstance(path, Location):
-        return pq.read_table(path.key, filesystem=path.fs, **options)
+        with object_store(path):
+            return pq.read_table(path.key, filesystem=path.fs, **options)
     return pq.read_table(path, **options)
 
 
@@ -159,13 +190,15 @@ def read_frame(path: AnyPath, **options) -> pd.DataFrame:
 
 def parquet_file(path: AnyPath, **options) -> pq.ParquetFile:
     if isinstance(path, Location):
-        return pq.ParquetFile(path.fs.open_input_file(path.key), **options)
+        with object_store(path):
+            return pq.ParquetFile(path.fs.open_input_file(path.key), **options)
     return pq.ParquetFile(path, **options)
 
 
 def _atomic(path: AnyPath, write) -> None:
     if isinstance(path, Location):
-        with path.fs.open_output_stream(path.key) as stream:  # the object appears when the upload completes
+        # the object appears when the upload completes
+        with object_store(path), path.fs.open_output_stream(path.key) as stream:
             write(stream)
         return
     path = Path(path)
