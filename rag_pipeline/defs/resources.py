@@ -16,7 +16,7 @@ import pandas as pd
 from pydantic import PrivateAttr
 
 from rag_pipeline.defs.lineage import config_digest
-from rag_pipeline.lib.backends import make_embedder
+from rag_pipeline.lib.backends import default_url, make_embedder
 from rag_pipeline.lib.bundled_repo import ensure_repository
 from rag_pipeline.lib.embedders import Embedder, Kind
 from rag_pipeline.lib.llm import LLM, make_llm
@@ -312,8 +312,8 @@ class AnswerResource(dg.ConfigurableResource):
     url: str = DEFAULTS.llm_url
     model: str = DEFAULTS.llm_model
     runs: str = DEFAULTS.answer_runs  # strategy/retriever,...; empty: the baseline and the best run
-    timeout: float = 120.0
-    max_retries: int = 4
+    timeout: float = DEFAULTS.llm_timeout  # seconds per request, the whole request
+    max_retries: int = DEFAULTS.llm_retries
     concurrency: int = 1
 
     def version(self) -> str:
@@ -323,13 +323,9 @@ class AnswerResource(dg.ConfigurableResource):
     def get(self) -> LLM:
         if self.backend == "extractive":
             return make_llm("extractive", embedder=make_embedder(self.model or "hashing"))
-        defaults = {
-            "ollama": ("http://127.0.0.1:11434", "qwen3:4b"),
-            "openai": ("https://api.openai.com", ""),
-        }
-        url, model = defaults.get(self.backend, ("", ""))
+        model = self.model or {"ollama": "qwen3:4b"}.get(self.backend, "")
         options = {"timeout": self.timeout, "max_retries": self.max_retries, "concurrency": self.concurrency}
-        return make_llm(self.backend, url=self.url or url, model=self.model or model, **options)
+        return make_llm(self.backend, url=self.url or default_url(self.backend), model=model, **options)
 
 
 def build_resources(settings: Settings) -> dict[str, object]:
@@ -360,7 +356,12 @@ def build_resources(settings: Settings) -> dict[str, object]:
         ),
         "serving": ServingResource(ann_min_rows=settings.ann_min_rows),
         "answerer": AnswerResource(
-            backend=settings.llm, url=settings.llm_url, model=settings.llm_model, runs=settings.answer_runs
+            backend=settings.llm,
+            url=settings.llm_url,
+            model=settings.llm_model,
+            runs=settings.answer_runs,
+            timeout=settings.llm_timeout,
+            max_retries=settings.llm_retries,
         ),
     }
 
