@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -136,16 +136,22 @@ def resolve_commit(repo: git.Repo, ref: str) -> git.Commit:
         raise NotesSourceError(f"{repo.git_dir}: ref {ref!r} does not name a commit") from exc
 
 
-def read_notes(commit: git.Commit, glob: str, exclude: list[str]) -> list[SourceNote]:
+def note_blobs(commit: git.Commit, glob: str, exclude: Sequence[str]) -> Iterator[git.Blob]:
     """Every blob matching `glob` and no `exclude` pattern (matched on the path or the file name)."""
     include = glob_regex(glob)
     excluded = [glob_regex(p) for p in exclude]
-    notes: dict[str, SourceNote] = {}
     for item in commit.tree.traverse():
         if item.type != "blob" or not include.match(item.path):
             continue
         if any(p.match(item.path) or p.match(PurePosixPath(item.path).name) for p in excluded):
             continue
+        yield item
+
+
+def read_notes(commit: git.Commit, glob: str, exclude: list[str]) -> list[SourceNote]:
+    """Every note `note_blobs` finds, with its title and access groups from the front matter."""
+    notes: dict[str, SourceNote] = {}
+    for item in note_blobs(commit, glob, exclude):
         try:
             raw = item.data_stream.read().decode("utf-8")
         except UnicodeDecodeError as exc:

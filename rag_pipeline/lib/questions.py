@@ -4,13 +4,16 @@
      "category": "number", "answer_pattern": "15\\.6", "evidence2": "...", "section2": "..."}
 
 `slug: null` marks a question the notes cannot answer. `slug2` (default: `slug`) lets
-the second evidence live in another note.
+the second evidence live in another note. `commit` (optional, a full or abbreviated sha) is the
+notes commit the evidence was labelled against; `rag_pipeline.lib.gold` follows the label from
+there to the indexed commit (`ok`, `carried`, `stale` or `invalid`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +41,7 @@ class Question:
     evidence: tuple[Evidence, ...]
     answer_pattern: str | None = None
     groups: tuple[str, ...] | None = None  # the asker's groups; None: may read every note
+    commit: str | None = None  # the notes commit the evidence was labelled against
 
     @property
     def answerable(self) -> bool:
@@ -56,6 +60,18 @@ def _field(item: dict, name: str, where: str, kinds: tuple[type, ...], required:
             f"{where}: field {name!r} must be a non-empty {kinds[0].__name__}, got {value!r}"
         )
     return value
+
+
+_SHA = re.compile(r"[0-9a-fA-F]{4,40}")
+
+
+def _commit(item: dict, where: str) -> str | None:
+    value = _field(item, "commit", where, (str,), required=False)
+    if value is not None and not _SHA.fullmatch(value.strip()):
+        raise QuestionsError(
+            f"{where}: field 'commit' must be a commit sha (4 to 40 hex digits), got {value!r}"
+        )
+    return None if value is None else value.strip().lower()
 
 
 def parse_questions(items: object, source: str) -> list[Question]:
@@ -100,6 +116,7 @@ def parse_questions(items: object, source: str) -> list[Question]:
                 evidence=tuple(evidence),
                 answer_pattern=_field(item, "answer_pattern", where, (str,), required=False),
                 groups=None if groups is None else tuple(sorted({g.strip() for g in groups})),
+                commit=_commit(item, where),
             )
         )
     if not questions:
@@ -177,11 +194,16 @@ def evidence_span(ev: Evidence, texts: dict[str, str]) -> tuple[int, int] | None
 
 
 def questions_frame(
-    questions: list[Question], texts: dict[str, str], invalid: dict[str, str] | None = None
+    questions: list[Question],
+    texts: dict[str, str],
+    invalid: dict[str, str] | None = None,
+    gold_status: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per question; each evidence carries its located span (null when absent); `invalid`
-    holds why a question is left out of scoring (null for a usable one)."""
+    holds why a question is left out as a labelling error (null for a usable one); `gold_status`
+    (by question id, see `rag_pipeline.lib.gold`; default `invalid` or `ok`) and `label_commit`."""
     invalid = invalid or {}
+    gold_status = gold_status or {}
     rows = []
     for q in questions:
         evidence = []
@@ -206,16 +228,23 @@ def questions_frame(
                 "groups": None if q.groups is None else list(q.groups),
                 "evidence": evidence,
                 "invalid": invalid.get(str(q.id)),
+                "label_commit": q.commit,
+                "gold_status": gold_status.get(str(q.id), "invalid" if str(q.id) in invalid else "ok"),
             }
         )
     return pd.DataFrame(rows)
 
 
 def usable(frame: pd.DataFrame) -> pd.DataFrame:
-    """The questions that are scored: those whose gold labels are valid."""
-    if "invalid" not in frame:
+    """The questions that are scored: those whose gold labels are valid and not stale."""
+    if "invalid" not in frame and "gold_status" not in frame:
         return frame
-    return frame[frame["invalid"].isna()].reset_index(drop=True)
+    keep = pd.Series(True, index=frame.index)
+    if "invalid" in frame:
+        keep &= frame["invalid"].isna()
+    if "gold_status" in frame:
+        keep &= frame["gold_status"] != "stale"
+    return frame[keep].reset_index(drop=True)
 
 
 def asker_groups(row) -> tuple[str, ...] | None:
@@ -239,6 +268,7 @@ def questions_from_frame(
                 evidence=tuple(Evidence(e["note"], e["section"], e["text"]) for e in evidence),
                 answer_pattern=row.answer_pattern if isinstance(row.answer_pattern, str) else None,
                 groups=asker_groups(row),
+                commit=label if isinstance(label := getattr(row, "label_commit", None), str) else None,
             )
         )
         spans[row.question_id] = [
