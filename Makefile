@@ -23,7 +23,7 @@ run: install $(DAGSTER_HOME)/dagster.yaml  ## run the index_and_evaluate job on 
 
 # its own Dagster instance, so the held-out runs do not mix with the bundled corpus's lineage
 holdout: install  ## the same pipeline on the held-out notes and questions (data/eval_sets/holdout)
-	$(BIN)/python -m rag_pipeline.lib.bundled_repo data/eval_sets/holdout/corpus data/build/holdout-repo
+	$(BIN)/python -m rag_pipeline.lib.sources.bundled_repo data/eval_sets/holdout/corpus data/build/holdout-repo
 	mkdir -p data/build/holdout/dagster_home
 	DAGSTER_HOME=$(CURDIR)/data/build/holdout/dagster_home RAG_NOTES_REPO=data/build/holdout-repo \
 	  RAG_QUESTIONS=data/eval_sets/holdout/questions.json RAG_DATA_DIR=data/build/holdout \

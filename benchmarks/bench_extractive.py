@@ -13,15 +13,11 @@ import numpy as np
 import pandas as pd
 
 from rag_pipeline.defs.resources import BUNDLED_CORPUS, BUNDLED_QUESTIONS
-from rag_pipeline.lib.answer_units import Unit, oracle_units
-from rag_pipeline.lib.answers import make_prompt
+from rag_pipeline.lib.answers import ExtractiveLLM, Unit, make_prompt, oracle_units
 from rag_pipeline.lib.chunking import top_sections
-from rag_pipeline.lib.cleaning import Section, clean_note
-from rag_pipeline.lib.embedders import make_embedder
-from rag_pipeline.lib.frontmatter import note_title
-from rag_pipeline.lib.llm import ExtractiveLLM
-from rag_pipeline.lib.notes import note_id
+from rag_pipeline.lib.embedding import make_embedder
 from rag_pipeline.lib.questions import load_questions, questions_frame, questions_from_frame
+from rag_pipeline.lib.sources import Section, clean_note, note_id, note_title
 
 
 def cleaned_corpus() -> pd.DataFrame:

@@ -17,10 +17,8 @@ from pathlib import Path
 import httpx
 
 from rag_pipeline.lib.chunking import STRATEGIES, chunk_note
-from rag_pipeline.lib.cleaning import clean_note
-from rag_pipeline.lib.frontmatter import note_title
-from rag_pipeline.lib.http_embedders import OpenAIEmbedder
-from rag_pipeline.lib.vectorstore import VectorStore, embed_cached
+from rag_pipeline.lib.embedding import OpenAIEmbedder, VectorStore, embed_cached
+from rag_pipeline.lib.sources import clean_note, note_title
 from rag_pipeline.settings import BUNDLED_CORPUS
 
 

@@ -21,9 +21,8 @@ from pathlib import Path
 import dagster as dg
 import git
 
-from rag_pipeline.definitions import build_assets, index_and_evaluate
+from rag_pipeline.definitions import build_assets, index_and_evaluate, resources_from_env
 from rag_pipeline.defs.planner import execute, next_run
-from rag_pipeline.defs.resources import resources_from_env
 from rag_pipeline.lib.chunking import STRATEGIES, section_split_spans
 
 WORDS = [
@@ -113,9 +112,7 @@ def run(strategies, env: dict, instance) -> tuple[float, int, int, int, float]:
     before = {r.run_id for r in instance.get_runs()}
     started = time.perf_counter()
     r = defs.resources
-    _, request = next_run(
-        defs.resolve_asset_graph(), instance, r["notes_repo"], r["questions_file"], r["store"]
-    )
+    _, request = next_run(defs.resolve_asset_graph(), instance, r["notes_repo"], r["questions_file"])
     steps = 0
     if request is not None:
         result = execute(defs, instance, request, index_and_evaluate.name)

@@ -19,13 +19,18 @@ import pandas as pd
 from bench_incremental import WORDS, note
 
 from rag_pipeline.lib.chunking import STRATEGIES, chunk_note, stable_id
-from rag_pipeline.lib.cleaning import clean_note
-from rag_pipeline.lib.embedders import HashingEmbedder
-from rag_pipeline.lib.incremental_retrieval import retrieve_incremental
-from rag_pipeline.lib.lexical import BM25, make_analyzer
-from rag_pipeline.lib.retrievers import DEFAULT_RETRIEVERS, ChunkIndex, RetrievalSettings
-from rag_pipeline.lib.tokenstore import TokenStore
-from rag_pipeline.lib.vectorstore import VectorStore, embed_cached, text_hash
+from rag_pipeline.lib.core import text_hash
+from rag_pipeline.lib.embedding import HashingEmbedder, VectorStore, embed_cached
+from rag_pipeline.lib.retrieval import (
+    BM25,
+    DEFAULT_RETRIEVERS,
+    ChunkIndex,
+    RetrievalSettings,
+    TokenStore,
+    make_analyzer,
+    retrieve_incremental,
+)
+from rag_pipeline.lib.sources import clean_note
 
 DIM = 512
 RNG = np.random.default_rng(0)

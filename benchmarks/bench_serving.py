@@ -15,8 +15,7 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 
-from rag_pipeline.lib.serving import AnnConfig, open_table, serving_rows, sync_table
-from rag_pipeline.lib.serving_eval import serving_eval
+from rag_pipeline.lib.serving import AnnConfig, open_table, serving_eval, serving_rows, sync_table
 
 READER = "team-a"  # the selective reader's group; it may read FILTERED_SHARE of the rows
 FILTERED_SHARE = 0.01

@@ -6,13 +6,39 @@ from collections.abc import Iterable, Mapping
 import dagster as dg
 
 from rag_pipeline.defs import answers, automation, chunks, embeddings, evaluation, retrieval, serving, sources
-from rag_pipeline.defs.resources import build_resources
-from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.retrievers import plan
-from rag_pipeline.lib.strategies import load_strategies
+from rag_pipeline.defs.resources import (
+    AnswerResource,
+    DataStore,
+    EmbedderResource,
+    NotesRepository,
+    QuestionsFile,
+    RetrievalResource,
+    ServingResource,
+)
+from rag_pipeline.lib.chunking import Strategy, load_strategies
+from rag_pipeline.lib.retrieval import plan
 from rag_pipeline.settings import DEFAULTS, Settings, SettingsError
 
 JOB = "index_and_evaluate"
+
+
+def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
+    """The resources the settings describe, bound to their keys (run config may still override
+    them per run); those that read or write the data directory get the one `store`."""
+    store = DataStore.from_settings(settings)
+    return {
+        "store": store,
+        "notes_repo": NotesRepository.from_settings(settings, store=store),
+        "questions_file": QuestionsFile.from_settings(settings),
+        "embedder": EmbedderResource.from_settings(settings, store=store),
+        "retrieval": RetrievalResource.from_settings(settings),
+        "serving": ServingResource.from_settings(settings),
+        "answerer": AnswerResource.from_settings(settings),
+    }
+
+
+def resources_from_env(env: Mapping[str, str]) -> dict[str, dg.ConfigurableResource]:
+    return build_resources(Settings.from_env(env))
 
 
 def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object] | None = None) -> list:

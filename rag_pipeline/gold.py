@@ -20,13 +20,17 @@ from pathlib import Path
 
 import git
 
-from rag_pipeline.lib.bundled_repo import ensure_repository
-from rag_pipeline.lib.gold import gold_counts, gold_problems
-from rag_pipeline.lib.gold_history import assess
-from rag_pipeline.lib.gold_refresh import RELABEL_THRESHOLD, refresh
-from rag_pipeline.lib.notes import NotesSourceError, open_repository, resolve_commit
-from rag_pipeline.lib.questions import QuestionsError, parse_questions
-from rag_pipeline.lib.storage import Location, location, read_frame
+from rag_pipeline.lib.core import Location, location, read_frame
+from rag_pipeline.lib.questions import (
+    RELABEL_THRESHOLD,
+    QuestionsError,
+    assess,
+    gold_counts,
+    gold_problems,
+    parse_questions,
+    refresh,
+)
+from rag_pipeline.lib.sources import NotesSourceError, ensure_repository, open_repository, resolve_commit
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO, Settings
 
 EXCLUDE = ["_index.md"]  # as the NotesRepository resource's default

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.lib.locks import DirectoryLock
-from rag_pipeline.lib.strategies import StrategyError
+from rag_pipeline.lib.chunking import StrategyError
+from rag_pipeline.lib.core import DirectoryLock
 from rag_pipeline.settings import PROJECT_ROOT, SettingsError
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
@@ -114,7 +114,7 @@ def main() -> int:
     with open_instance() as instance:
         for _ in range(MAX_RUNS):
             graph = defs.resolve_asset_graph()
-            found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"], r["store"])
+            found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"])
             if request is None:
                 print(f"nothing is stale at {found.head[:12]}: every asset is fresh")
                 return 0

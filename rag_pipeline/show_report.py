@@ -3,9 +3,8 @@
 import os
 import sys
 
-from rag_pipeline.lib.report import to_markdown
-from rag_pipeline.lib.report_tables import matrix_table, reference_table
-from rag_pipeline.lib.storage import location, read_frame
+from rag_pipeline.lib.core import location, read_frame
+from rag_pipeline.lib.evaluation import matrix_table, reference_table, to_markdown
 from rag_pipeline.settings import DEFAULT_DATA_DIR
 
 

@@ -180,7 +180,7 @@ def make_run(defs, instance):
 
     r = defs.resources
     graph = defs.resolve_asset_graph()
-    found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"], r["store"])
+    found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"])
     result = None if request is None else execute(defs, instance, request, "index_and_evaluate")
     return found, result
 

@@ -9,16 +9,21 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.lib.access import may_read, readable_mask, readable_units
 from rag_pipeline.lib.chunking import chunk_note, fixed_strategy
-from rag_pipeline.lib.cleaning import clean_note
-from rag_pipeline.lib.embedders import HashingEmbedder
-from rag_pipeline.lib.incremental_retrieval import retrieve_incremental
-from rag_pipeline.lib.lexical import make_analyzer
-from rag_pipeline.lib.metrics import access_at
+from rag_pipeline.lib.core import may_read, readable_mask, readable_units
+from rag_pipeline.lib.embedding import HashingEmbedder
+from rag_pipeline.lib.evaluation import access_at
 from rag_pipeline.lib.questions import QuestionsError, load_questions, with_access
-from rag_pipeline.lib.rerank import HttpReranker
-from rag_pipeline.lib.retrievers import RANKERS, ChunkIndex, RetrievalSettings, retrieve
+from rag_pipeline.lib.retrieval import (
+    RANKERS,
+    ChunkIndex,
+    HttpReranker,
+    RetrievalSettings,
+    make_analyzer,
+    retrieve,
+    retrieve_incremental,
+)
+from rag_pipeline.lib.sources import clean_note
 from rag_pipeline_tests.conftest import QUESTIONS, commit_files, materialization_metadata, run_all
 from rag_pipeline_tests.test_rerank import FakeReranker
 

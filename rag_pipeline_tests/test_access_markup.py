@@ -4,8 +4,7 @@ an error naming the note; nothing that could be meant to restrict a note makes i
 import pytest
 import yaml
 
-from rag_pipeline.lib.frontmatter import split_front_matter
-from rag_pipeline.lib.notes import NotesSourceError, access_groups, read_notes
+from rag_pipeline.lib.sources import NotesSourceError, access_groups, read_notes, split_front_matter
 from rag_pipeline_tests.conftest import make_notes_repo
 
 WHERE = "content/notes/a/index.md at commit 0123456789ab"

@@ -6,10 +6,17 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.lib.answer_cache import AnswerCache, answer_all
-from rag_pipeline.lib.answer_units import Unit
-from rag_pipeline.lib.answers import make_prompt
-from rag_pipeline.lib.llm import LLMError, OllamaLLM, OpenAILLM, make_llm, split_thinking
+from rag_pipeline.lib.answers import (
+    AnswerCache,
+    LLMError,
+    OllamaLLM,
+    OpenAILLM,
+    Unit,
+    answer_all,
+    make_llm,
+    make_prompt,
+    split_thinking,
+)
 from rag_pipeline_tests.fake_llm import DIGEST, MODEL, FakeLLM
 
 FAST = {"timeout": 5.0, "max_retries": 2, "backoff": 0.01}
@@ -126,7 +133,8 @@ def test_answers_are_stored_as_atomic_parquet_segments(server, tmp_path: Path):
     cache = AnswerCache(tmp_path, llm.llm_version)
     segments = sorted(cache.dir.glob("segment-*.parquet"))
     assert len(segments) == 3 and not list(cache.dir.glob(".*tmp"))
-    assert pq.read_table(segments[0]).column_names[:3] == ["prompt_hash", "text", "thinking"]
+    assert pq.read_table(segments[0]).column_names[:3] == ["text_hash", "text", "thinking"]
+    cache.FANOUT = 3
     cache.compact()
     assert len(list(cache.dir.glob("segment-*.parquet"))) == 1
     assert len(AnswerCache(tmp_path, llm.llm_version)) == 3

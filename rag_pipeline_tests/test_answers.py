@@ -5,16 +5,25 @@ import math
 import pandas as pd
 import pytest
 
-from rag_pipeline.lib.answer_cache import answer_all
-from rag_pipeline.lib.answer_units import ORACLE, Unit, context_units, oracle_units
-from rag_pipeline.lib.answers import ABSTAIN, Reply, answer_summary, make_prompt, parse_reply, score_answers
-from rag_pipeline.lib.cleaning import clean_note
-from rag_pipeline.lib.embedders import HashingEmbedder
-from rag_pipeline.lib.frontmatter import note_title
-from rag_pipeline.lib.llm import ExtractiveLLM, sentences
-from rag_pipeline.lib.metrics import holds
-from rag_pipeline.lib.notes import note_id
+from rag_pipeline.lib.answers import (
+    ABSTAIN,
+    ORACLE,
+    ExtractiveLLM,
+    Reply,
+    Unit,
+    answer_all,
+    answer_summary,
+    context_units,
+    make_prompt,
+    oracle_units,
+    parse_reply,
+    score_answers,
+    sentences,
+)
+from rag_pipeline.lib.embedding import HashingEmbedder
+from rag_pipeline.lib.evaluation import holds
 from rag_pipeline.lib.questions import Question, parse_questions, questions_frame, questions_from_frame
+from rag_pipeline.lib.sources import clean_note, note_id, note_title
 from rag_pipeline_tests.conftest import NOTES, QUESTIONS
 
 UNITS = (

@@ -5,11 +5,10 @@ import json
 import dagster as dg
 import pandas as pd
 
-from rag_pipeline.definitions import JOB, build_assets, index_and_evaluate
+from rag_pipeline.definitions import JOB, build_assets, index_and_evaluate, resources_from_env
 from rag_pipeline.defs.automation import build_automation
 from rag_pipeline.defs.planner import FROM_TAG, TO_TAG, execute, last_indexed_commit
-from rag_pipeline.defs.resources import resources_from_env
-from rag_pipeline.lib.strategies import load_strategies
+from rag_pipeline.lib.chunking import load_strategies
 from rag_pipeline_tests.conftest import NOTES, QUESTIONS, commit_files, done_and_reused
 
 

@@ -3,12 +3,9 @@ store's variables, the setting. Against real servers on 127.0.0.1 (and a closed 
 
 import pytest
 
-from rag_pipeline.lib.answer_units import Unit
-from rag_pipeline.lib.answers import make_prompt
-from rag_pipeline.lib.embedders import EmbeddingError
-from rag_pipeline.lib.http_embedders import OllamaEmbedder, OpenAIEmbedder
-from rag_pipeline.lib.llm import LLMError, OllamaLLM, OpenAILLM
-from rag_pipeline.lib.storage import StorageError, location, read_table, write_bytes
+from rag_pipeline.lib.answers import LLMError, OllamaLLM, OpenAILLM, Unit, make_prompt
+from rag_pipeline.lib.core import StorageError, location, read_table, write_bytes
+from rag_pipeline.lib.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
 from rag_pipeline.settings import Settings, SettingsError
 from rag_pipeline_tests.fake_llm import MODEL, FakeLLM
 from rag_pipeline_tests.json_server import JsonHandler, LocalServer

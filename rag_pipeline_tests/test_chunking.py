@@ -6,12 +6,12 @@ import pytest
 from rag_pipeline.lib.chunking import (
     STRATEGIES,
     chunk_note,
+    coverage_problems,
     fixed_spans,
     recursive_spans,
     section_split_spans,
 )
-from rag_pipeline.lib.cleaning import clean_note, sections_of
-from rag_pipeline.lib.coverage import coverage_problems
+from rag_pipeline.lib.sources import clean_note, sections_of
 
 LONG = (
     "---\ntitle: T\n---\n前書きの文です。\n### A\n"

@@ -1,5 +1,4 @@
-from rag_pipeline.lib.cleaning import clean_markdown, clean_note
-from rag_pipeline.lib.frontmatter import split_front_matter
+from rag_pipeline.lib.sources import clean_markdown, clean_note, split_front_matter
 
 MD = """---
 title: "Deadlock"

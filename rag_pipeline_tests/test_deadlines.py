@@ -6,11 +6,8 @@ import time
 
 import pytest
 
-from rag_pipeline.lib.answer_units import Unit
-from rag_pipeline.lib.answers import make_prompt
-from rag_pipeline.lib.embedders import EmbeddingError
-from rag_pipeline.lib.http_embedders import OllamaEmbedder, OpenAIEmbedder
-from rag_pipeline.lib.llm import LLMError, OllamaLLM, OpenAILLM
+from rag_pipeline.lib.answers import LLMError, OllamaLLM, OpenAILLM, Unit, make_prompt
+from rag_pipeline.lib.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
 from rag_pipeline.settings import Settings, SettingsError
 from rag_pipeline_tests.slow_server import SlowServer
 from rag_pipeline_tests.test_http_embedders import free_port

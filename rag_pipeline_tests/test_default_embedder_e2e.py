@@ -4,8 +4,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from rag_pipeline.definitions import assets
-from rag_pipeline.defs.resources import resources_from_env
+from rag_pipeline.definitions import assets, resources_from_env
 
 
 def embedding_counts(result: dg.ExecuteInProcessResult) -> dict[str, tuple[int, int]]:

@@ -9,10 +9,18 @@ import pyarrow as pa
 import pytest
 from conftest import NOTES, QUESTIONS, commit_files, make_notes_repo
 
-from rag_pipeline.lib.gold import DRIFT_COLUMNS, DRIFT_SCHEMA, gold_counts, gold_problems
-from rag_pipeline.lib.gold_history import assess, note_versions, resolve_label_commits
-from rag_pipeline.lib.gold_refresh import refresh
-from rag_pipeline.lib.questions import QuestionsError, parse_questions
+from rag_pipeline.lib.questions import (
+    DRIFT_COLUMNS,
+    DRIFT_SCHEMA,
+    QuestionsError,
+    assess,
+    gold_counts,
+    gold_problems,
+    note_versions,
+    parse_questions,
+    refresh,
+    resolve_label_commits,
+)
 
 GLOB, EXCLUDE = "content/notes/**/index.md", ["_index.md"]
 DEADLOCK = "content/notes/db/deadlock/index.md"
@@ -287,7 +295,7 @@ def test_questions_frame_carries_the_label_commit_and_usable_drops_stale(history
 
 
 def test_assess_takes_the_indexed_notes_from_a_cleaned_notes_frame(history):
-    from rag_pipeline.lib.gold import current_versions
+    from rag_pipeline.lib.questions import current_versions
 
     repo, c1, _, c3 = history
     versions = note_versions(repo.commit(c3), GLOB, EXCLUDE)

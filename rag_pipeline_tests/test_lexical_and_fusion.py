@@ -3,10 +3,16 @@ import math
 import numpy as np
 import pytest
 
-from rag_pipeline.lib.fusion import normalized, rrf, score_fusion
-from rag_pipeline.lib.lexical import BM25, char_ngrams, make_analyzer
-from rag_pipeline.lib.metrics import paired_randomization
-from rag_pipeline.lib.tokenstore import TokenStore
+from rag_pipeline.lib.evaluation import paired_randomization
+from rag_pipeline.lib.retrieval import (
+    BM25,
+    TokenStore,
+    char_ngrams,
+    make_analyzer,
+    normalized,
+    rrf,
+    score_fusion,
+)
 
 DOCS = [
     "デッドロックを検出すると PostgreSQL は SQLSTATE 40P01 を返します。",

@@ -3,7 +3,7 @@ from collections.abc import Hashable, Sequence
 import pandas as pd
 import pytest
 
-from rag_pipeline.lib.metrics import holds, question_outcomes, recall_at_k, summarize
+from rag_pipeline.lib.evaluation import holds, question_outcomes, recall_at_k, summarize
 from rag_pipeline.lib.questions import Evidence, Question
 
 

@@ -8,10 +8,9 @@ import pandas as pd
 import pytest
 from ir_measures import RR, Success, nDCG
 
-from rag_pipeline.definitions import assets
-from rag_pipeline.defs.resources import resources_from_env
-from rag_pipeline.lib.bundled_repo import build_repository
-from rag_pipeline.lib.metrics import summarize
+from rag_pipeline.definitions import assets, resources_from_env
+from rag_pipeline.lib.evaluation import summarize
+from rag_pipeline.lib.sources import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
 
 

@@ -1,7 +1,12 @@
 import pytest
 
-from rag_pipeline.lib.bundled_repo import build_repository
-from rag_pipeline.lib.notes import NotesSourceError, glob_regex, read_notes, resolve_commit
+from rag_pipeline.lib.sources import (
+    NotesSourceError,
+    build_repository,
+    glob_regex,
+    read_notes,
+    resolve_commit,
+)
 from rag_pipeline_tests.conftest import commit_files
 
 
@@ -54,7 +59,7 @@ def test_bundled_corpus_builds_with_stable_shas(tmp_path):
 def test_bundled_repository_is_rebuilt_when_the_corpus_changes(tmp_path):
     import shutil
 
-    from rag_pipeline.lib.bundled_repo import ensure_repository
+    from rag_pipeline.lib.sources import ensure_repository
     from rag_pipeline.settings import BUNDLED_CORPUS
 
     corpus = tmp_path / "corpus"
@@ -74,7 +79,7 @@ def git_head(path) -> str:
 
 
 def test_a_repository_url_is_mirrored_and_fetched(notes_repo, tmp_path):
-    from rag_pipeline.lib.notes import open_repository
+    from rag_pipeline.lib.sources import open_repository
 
     url = f"file://{notes_repo.working_tree_dir}"
     mirror = open_repository(url, tmp_path / "git")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_pipeline.lib.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
+from rag_pipeline.lib.evaluation import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

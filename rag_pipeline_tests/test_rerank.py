@@ -10,10 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_pipeline.definitions import assets
-from rag_pipeline.defs.resources import resources_from_env
-from rag_pipeline.lib.rerank import HttpReranker, RerankError
-from rag_pipeline.lib.retrievers import RetrievalSettings, retrieve
+from rag_pipeline.definitions import assets, resources_from_env
+from rag_pipeline.lib.retrieval import HttpReranker, RerankError, RetrievalSettings, retrieve
 from rag_pipeline_tests.test_retrievers import small_index
 
 

@@ -5,12 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_pipeline.definitions import assets
-from rag_pipeline.defs.resources import resources_from_env
-from rag_pipeline.lib.lexical import make_analyzer
-from rag_pipeline.lib.retrievers import (
+from rag_pipeline.definitions import assets, resources_from_env
+from rag_pipeline.lib.retrieval import (
     ChunkIndex,
     RetrievalSettings,
+    make_analyzer,
     merge_parents,
     parse_retriever,
     retrieve,

@@ -10,8 +10,8 @@ from moto.server import ThreadedMotoServer
 
 from rag_pipeline import show_report
 from rag_pipeline.definitions import build_assets, build_definitions, reconstructable_job
-from rag_pipeline.lib.storage import location, read_frame, storage_options, write_bytes
-from rag_pipeline.lib.strategies import load_strategies
+from rag_pipeline.lib.chunking import load_strategies
+from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes
 from rag_pipeline.settings import Settings, SettingsError
 from rag_pipeline_tests.conftest import run_all
 

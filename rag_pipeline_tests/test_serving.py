@@ -8,8 +8,16 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from rag_pipeline.lib.serving import AnnConfig, index_kind, open_table, search, serving_rows, sync_table
-from rag_pipeline.lib.serving_eval import serving_eval, serving_problems
+from rag_pipeline.lib.serving import (
+    AnnConfig,
+    index_kind,
+    open_table,
+    search,
+    serving_eval,
+    serving_problems,
+    serving_rows,
+    sync_table,
+)
 
 DIM = 16
 NOW = timedelta(0)  # tests are the only reader: keep no old versions

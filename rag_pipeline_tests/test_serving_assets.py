@@ -7,11 +7,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.definitions import build_assets
-from rag_pipeline.defs.resources import resources_from_env
+from rag_pipeline.definitions import build_assets, resources_from_env
 from rag_pipeline.defs.serving import askers
+from rag_pipeline.lib.chunking import load_strategies
 from rag_pipeline.lib.serving import open_table
-from rag_pipeline.lib.strategies import load_strategies
 from rag_pipeline.settings import Settings, SettingsError
 from rag_pipeline_tests.conftest import (
     NOTES,

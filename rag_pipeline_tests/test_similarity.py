@@ -1,4 +1,4 @@
-from rag_pipeline.lib.similarity import SENTENCE, WORD, cut_level, dice, most_similar_span
+from rag_pipeline.lib.questions import SENTENCE, WORD, cut_level, dice, most_similar_span
 
 
 def test_dice_over_character_ngrams():

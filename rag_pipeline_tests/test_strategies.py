@@ -9,12 +9,16 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from rag_pipeline.definitions import build_assets
-from rag_pipeline.defs.resources import resources_from_env
-from rag_pipeline.lib.chunking import ChunkSpanError, chunk_note
-from rag_pipeline.lib.cleaning import clean_note
-from rag_pipeline.lib.coverage import coverage_problems
-from rag_pipeline.lib.strategies import StrategyError, load_strategies, read_strategy_file
+from rag_pipeline.definitions import build_assets, resources_from_env
+from rag_pipeline.lib.chunking import (
+    ChunkSpanError,
+    StrategyError,
+    chunk_note,
+    coverage_problems,
+    load_strategies,
+    read_strategy_file,
+)
+from rag_pipeline.lib.sources import clean_note
 
 BUILTIN_VERSIONS = {
     "fixed-200": "fixed-v1:size=200",

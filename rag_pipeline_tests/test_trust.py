@@ -11,9 +11,8 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.lib.embedders import EmbeddingError
-from rag_pipeline.lib.http_embedders import OllamaEmbedder
-from rag_pipeline.lib.notes import NotesSourceError, open_repository, read_notes
+from rag_pipeline.lib.embedding import EmbeddingError, OllamaEmbedder
+from rag_pipeline.lib.sources import NotesSourceError, open_repository, read_notes
 from rag_pipeline.settings import Settings, SettingsError
 from rag_pipeline_tests.conftest import QUESTIONS, commit_files, materialization_metadata, run_all
 from rag_pipeline_tests.fake_ollama import FakeOllama, ollama_env
@@ -209,9 +208,9 @@ def test_a_no_op_run_sends_no_request_at_all(notes_repo, questions_path, tmp_pat
     with FakeOllama() as server:
         env = ollama_env(server, notes_repo, questions_path, tmp_path) | {"RAG_RETRIEVERS": "dense"}
         assert run_all(env).success and server.calls > 0
-        from rag_pipeline.defs import resources
+        from rag_pipeline.defs.resources import models
 
-        resources._embedder.cache_clear()  # as in a new process
+        models._embedder.cache_clear()  # as in a new process
         server.calls = 0
         assert run_all(env).success
         assert server.calls == 0

@@ -4,9 +4,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.lib import segments
-from rag_pipeline.lib.embedders import Embedder, EmbeddingError, HashingEmbedder
-from rag_pipeline.lib.vectorstore import VectorStore, embed_cached
+from rag_pipeline.lib.core import segments as segments
+from rag_pipeline.lib.embedding import Embedder, EmbeddingError, HashingEmbedder, VectorStore, embed_cached
 
 
 class Counting(HashingEmbedder):

@@ -10,15 +10,22 @@ from rag_pipeline.defs import lanes
 from rag_pipeline.defs.io import forward_logs
 from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
 from rag_pipeline.defs.resources import AnswerResource, DataStore, RetrievalResource
-from rag_pipeline.lib.access import may_read
-from rag_pipeline.lib.answer_cache import answer_all
-from rag_pipeline.lib.answer_units import NONE, ORACLE, Unit, context_units, oracle_units
-from rag_pipeline.lib.answers import BASELINE_STRATEGY, answer_summary, make_prompt, score_answers
+from rag_pipeline.lib.answers import (
+    BASELINE_STRATEGY,
+    NONE,
+    ORACLE,
+    Unit,
+    answer_all,
+    answer_summary,
+    context_units,
+    make_prompt,
+    oracle_units,
+    score_answers,
+)
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.incremental import content_version
+from rag_pipeline.lib.core import content_version, may_read, read_table, write_table
+from rag_pipeline.lib.evaluation import to_markdown
 from rag_pipeline.lib.questions import questions_from_frame, usable
-from rag_pipeline.lib.report import to_markdown
-from rag_pipeline.lib.storage import read_table, write_table
 
 
 def answered_runs(setting: str, summary: pd.DataFrame, baseline: tuple[str, str]) -> list[tuple[str, str]]:

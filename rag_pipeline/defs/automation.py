@@ -9,7 +9,7 @@ the job is going on; the next tick starts from what that run left fresh.
 import dagster as dg
 
 from rag_pipeline.defs.planner import next_run
-from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
+from rag_pipeline.defs.resources import NotesRepository, QuestionsFile
 
 ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -24,13 +24,11 @@ def job_running(instance: dg.DagsterInstance, job_name: str) -> bool:
 
 
 def reindex(
-    context, notes_repo: NotesRepository, questions_file: QuestionsFile, store: DataStore, branch: str
+    context, notes_repo: NotesRepository, questions_file: QuestionsFile, branch: str
 ) -> dg.RunRequest | dg.SkipReason:
     """The run that brings everything up to date at `branch`'s head, or why none is needed."""
     pinned = notes_repo.model_copy(update={"ref": branch})
-    found, request = next_run(
-        context.repository_def.asset_graph, context.instance, pinned, questions_file, store
-    )
+    found, request = next_run(context.repository_def.asset_graph, context.instance, pinned, questions_file)
     if request is None:
         return dg.SkipReason(f"{branch} is at {found.head[:12]}: everything is fresh")
     context.log.info("stale: " + "; ".join(f"{k.to_user_string()} ({why})" for k, why in found.stale.items()))
@@ -53,11 +51,10 @@ def build_automation(
         context: dg.SensorEvaluationContext,
         notes_repo: NotesRepository,
         questions_file: QuestionsFile,
-        store: DataStore,
     ):
         if job_running(context.instance, job_name):
             return dg.SkipReason(f"a run of {job_name} is going on")
-        return reindex(context, notes_repo, questions_file, store, branch)
+        return reindex(context, notes_repo, questions_file, branch)
 
     @dg.schedule(
         job_name=job_name,
@@ -70,8 +67,7 @@ def build_automation(
         context: dg.ScheduleEvaluationContext,
         notes_repo: NotesRepository,
         questions_file: QuestionsFile,
-        store: DataStore,
     ):
-        return reindex(context, notes_repo, questions_file, store, branch)
+        return reindex(context, notes_repo, questions_file, branch)
 
     return notes_commit_sensor, nightly_reindex

@@ -6,9 +6,8 @@ import pandas as pd
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.lineage import materialized, reuse
 from rag_pipeline.defs.resources import DataStore
-from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
-from rag_pipeline.lib.coverage import coverage_problems
-from rag_pipeline.lib.incremental import content_version, rebuild_by_note
+from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems
+from rag_pipeline.lib.core import content_version, rebuild_by_note
 
 
 def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:

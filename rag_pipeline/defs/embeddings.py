@@ -12,10 +12,16 @@ from rag_pipeline.defs.io import forward_logs
 from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.embedders import progress_reporter, vector_problems
-from rag_pipeline.lib.incremental import content_version
-from rag_pipeline.lib.retrievers import contextual_text
-from rag_pipeline.lib.storage import parquet_file, read_table, vector_column, vector_matrix, write_table
+from rag_pipeline.lib.core import (
+    content_version,
+    parquet_file,
+    read_table,
+    vector_column,
+    vector_matrix,
+    write_table,
+)
+from rag_pipeline.lib.embedding import progress_reporter, vector_problems
+from rag_pipeline.lib.retrieval import contextual_text
 
 
 def embeddings_config(embedder: EmbedderResource, retrieval: RetrievalResource) -> str:
@@ -55,7 +61,7 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
         if (kept := reuse(context, config)) is not None:
             return kept
         chunks = store.read(lanes.lane_path("chunks", strategy), columns=["chunk_id", "text", "heading_path"])
-        model = embedder.get(store)
+        model = embedder.get()
         texts, labels = chunks["text"].tolist(), [f"chunk {c}" for c in chunks["chunk_id"]]
         contextual = retrieval.needs_contextual_vectors()
         if contextual:  # the same chunks with their title and heading path in front, for `+ctx` retrievers
@@ -63,7 +69,7 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
             labels += [f"{label} (with context)" for label in labels]
         with forward_logs(context):
             matrix, hashes, embedded = embedder.embed(
-                store, texts, "passage", labels, progress_reporter(context.log.info, name)
+                texts, "passage", labels, progress_reporter(context.log.info, name)
             )
         n = len(chunks)
         columns = {

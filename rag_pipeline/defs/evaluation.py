@@ -11,12 +11,10 @@ from rag_pipeline.defs import lanes
 from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.cleaning import CLEANER_VERSION
-from rag_pipeline.lib.incremental import content_version
-from rag_pipeline.lib.metrics import REPORT_KS, question_outcomes, summarize
+from rag_pipeline.lib.core import content_version, publish_directory, table_bytes
+from rag_pipeline.lib.evaluation import REPORT_KS, build_report, headline_md, question_outcomes, summarize
 from rag_pipeline.lib.questions import questions_from_frame, usable
-from rag_pipeline.lib.report import build_report, headline_md
-from rag_pipeline.lib.storage import publish_directory, table_bytes
+from rag_pipeline.lib.sources import CLEANER_VERSION
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
 BASELINE = ("fixed-1000", "dense")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.vectorstore import version_key
+from rag_pipeline.lib.core import version_key
 
 STAGES = ("chunks", "embeddings", "retrieval", "evaluation", "index")
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import dagster as dg
 import pyarrow as pa
 
+from rag_pipeline.lib.core import location, parquet_file
 from rag_pipeline.lib.serving import open_table
-from rag_pipeline.lib.storage import location, parquet_file
 
 DATA_VERSION = "dagster/data_version"
 CODE_VERSION = "dagster/code_version"

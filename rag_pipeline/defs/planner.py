@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from rag_pipeline.defs.lineage import stale_reason
-from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
+from rag_pipeline.defs.resources import NotesRepository, QuestionsFile
 from rag_pipeline.defs.sources import HEAD, QUESTIONS_FILE, observe
 
 SOURCES = (HEAD, QUESTIONS_FILE)
@@ -92,11 +92,10 @@ def next_run(
     instance: dg.DagsterInstance,
     notes_repo: NotesRepository,
     questions: QuestionsFile,
-    store: DataStore,
 ) -> tuple[Plan, dg.RunRequest | None]:
     """Observe the sources, plan, and the run request that brings everything up to date (None:
     everything is fresh). `notes_repo.ref` names the commit to index."""
-    found = plan(graph, instance, observe(notes_repo, questions, store))
+    found = plan(graph, instance, observe(notes_repo, questions))
     if not found.stale:
         return found, None
     return found, run_request(found, notes_repo, last_indexed_commit(instance))

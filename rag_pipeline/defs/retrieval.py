@@ -9,16 +9,18 @@ from rag_pipeline.defs.embeddings import read_vectors
 from rag_pipeline.defs.io import forward_logs
 from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
-from rag_pipeline.lib.access import leaked_rows, readable_units
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.embedders import progress_reporter
-from rag_pipeline.lib.incremental import content_version
-from rag_pipeline.lib.incremental_retrieval import retrieve_incremental
-from rag_pipeline.lib.lexical import make_analyzer
-from rag_pipeline.lib.metrics import relevant_column
+from rag_pipeline.lib.core import content_version, leaked_rows, readable_units
+from rag_pipeline.lib.embedding import progress_reporter
+from rag_pipeline.lib.evaluation import relevant_column
 from rag_pipeline.lib.questions import asker_groups, questions_from_frame, usable
-from rag_pipeline.lib.retrievers import ChunkIndex, lexical_miss_share
-from rag_pipeline.lib.tokenstore import TokenStore
+from rag_pipeline.lib.retrieval import (
+    ChunkIndex,
+    TokenStore,
+    lexical_miss_share,
+    make_analyzer,
+    retrieve_incremental,
+)
 
 
 def retrieval_config(embedder: EmbedderResource, retrieval: RetrievalResource) -> str:
@@ -66,7 +68,7 @@ def retrieval_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.A
             return kept
         chunks = store.read(lanes.lane_path("chunks", strategy))
         questions = usable(store.read(lanes.QUESTIONS))
-        model = embedder.get(store)
+        model = embedder.get()
         askers = {
             qid: asker_groups(row) for qid, row in zip(questions["question_id"], questions.itertuples())
         }
@@ -84,7 +86,7 @@ def retrieval_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.A
         query_texts = questions["q"].tolist()
         with forward_logs(context):
             query_vectors, embedded = embedder.embed_questions(
-                store, questions, progress_reporter(context.log.info, f"{name} questions")
+                questions, progress_reporter(context.log.info, f"{name} questions")
             )
         frame = retrieve_incremental(
             index,

@@ -18,12 +18,18 @@ from rag_pipeline.defs.resources import (
     ServingResource,
 )
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.incremental import content_version
+from rag_pipeline.lib.core import content_version, write_table
+from rag_pipeline.lib.evaluation import to_markdown
 from rag_pipeline.lib.questions import asker_groups, usable
-from rag_pipeline.lib.report import to_markdown
-from rag_pipeline.lib.serving import open_table, serving_rows, sync_table
-from rag_pipeline.lib.serving_eval import MIN_RECALL, RECALL_K, serving_eval, serving_problems
-from rag_pipeline.lib.storage import write_table
+from rag_pipeline.lib.serving import (
+    MIN_RECALL,
+    RECALL_K,
+    open_table,
+    serving_eval,
+    serving_problems,
+    serving_rows,
+    sync_table,
+)
 
 SERVING_VERSION = "serving-v2"
 # what the served tables hold, and what was measured on them: latency varies from run to run
@@ -45,7 +51,7 @@ def measure(
 ) -> pd.DataFrame:
     """`serving_eval` of the strategy's table on the scored questions, with the table version and
     embedding_version it measured."""
-    model = embedder.get(store)
+    model = embedder.get()
     questions = usable(questions)
     table = open_table(store.path(lanes.DB_DIR), lanes.table_name(strategy))
     versions = set(table.search().select(["embedding_version"]).to_arrow()["embedding_version"].to_pylist())
@@ -54,7 +60,7 @@ def measure(
             f"table {strategy.key} holds vectors of {sorted(versions)}, not of {model.embedding_version!r}: "
             f"materialize {lanes.lane_key('index', strategy)}"
         )
-    vectors, _ = embedder.embed_questions(store, questions)
+    vectors, _ = embedder.embed_questions(questions)
     frame = serving_eval(table, strategy.name, vectors, askers(questions), ann=serving.ann())
     return frame.assign(table_version=table.version, embedding_version=model.embedding_version)
 
@@ -102,7 +108,7 @@ def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.Asset
         if (kept := reuse(context, config)) is not None:
             return kept
         chunks = store.read(lanes.lane_path("chunks", strategy))
-        model = embedder.get(store)
+        model = embedder.get()
         ids = chunks["chunk_id"].tolist()
         vectors, _ = read_vectors(store, model.embedding_version, model.dim, strategy, ids, contextual=False)
         frame = chunks.assign(embedding_version=model.embedding_version)

@@ -7,9 +7,7 @@ import pandas as pd
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.lineage import code_version, materialized, reuse
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
-from rag_pipeline.lib.access import UNAUTHORIZED
-from rag_pipeline.lib.cleaning import CLEANER_VERSION, clean_note
-from rag_pipeline.lib.incremental import content_version, rebuild_by_note
+from rag_pipeline.lib.core import UNAUTHORIZED, content_version, rebuild_by_note
 from rag_pipeline.lib.questions import (
     QuestionsError,
     check_notes_exist,
@@ -18,14 +16,15 @@ from rag_pipeline.lib.questions import (
     questions_frame,
     with_access,
 )
+from rag_pipeline.lib.sources import CLEANER_VERSION, clean_note
 
 HEAD = dg.AssetKey("notes_head")
 QUESTIONS_FILE = dg.AssetKey("questions_file")
 
 
 @dg.observable_source_asset(group_name="sources", description="The commit the configured ref names now.")
-def notes_head(notes_repo: NotesRepository, store: DataStore) -> dg.DataVersion:
-    return dg.DataVersion(notes_repo.head(store))
+def notes_head(notes_repo: NotesRepository) -> dg.DataVersion:
+    return dg.DataVersion(notes_repo.head())
 
 
 @dg.observable_source_asset(
@@ -35,16 +34,13 @@ def questions_file(questions_file: QuestionsFile) -> dg.DataVersion:
     return dg.DataVersion(questions_file.sha256())
 
 
-def observe(
-    notes_repo: NotesRepository, questions: QuestionsFile, store: DataStore
-) -> dict[dg.AssetKey, str]:
+def observe(notes_repo: NotesRepository, questions: QuestionsFile) -> dict[dg.AssetKey, str]:
     """What the two observations would record now: the runner and the sensor plan from these."""
-    return {HEAD: notes_repo.head(store), QUESTIONS_FILE: questions.sha256()}
+    return {HEAD: notes_repo.head(), QUESTIONS_FILE: questions.sha256()}
 
 
 def note_commits(
     notes_repo: NotesRepository,
-    store: DataStore,
     commit: str,
     paths: list[str],
     previous: pd.DataFrame | None,
@@ -56,10 +52,10 @@ def note_commits(
     if previous is not None and len(previous) and "note_commit" in previous:
         known = dict(zip(previous["path"], previous["note_commit"]))
         since = str(previous["commit"].iloc[0])
-    found = notes_repo.last_changes(store, commit, set(paths), since)
+    found = notes_repo.last_changes(commit, set(paths), since)
     missing = {p for p in paths if p not in found and p not in known}
     if missing and since is not None:  # a path the previous build did not read (another glob)
-        found |= notes_repo.last_changes(store, commit, missing, None)
+        found |= notes_repo.last_changes(commit, missing, None)
     return {p: found.get(p) or known.get(p) or commit for p in paths}
 
 
@@ -82,14 +78,14 @@ def source_notes_asset(config: str) -> dg.AssetsDefinition:
 
 
 def read_source_notes(context: dg.AssetExecutionContext, notes_repo: NotesRepository, store: DataStore):
-    commit = notes_repo.head(store)
+    commit = notes_repo.head()
     config = notes_repo.version()
     if (kept := reuse(context, config, external={"commit": commit})) is not None:
         return kept
     previous = store.previous(lanes.SOURCE_NOTES)
-    notes = notes_repo.read(store, commit)
+    notes = notes_repo.read(commit)
     frame = pd.DataFrame([n.__dict__ | {"access": list(n.access)} for n in notes])
-    changed = note_commits(notes_repo, store, commit, frame["path"].tolist(), previous)
+    changed = note_commits(notes_repo, commit, frame["path"].tolist(), previous)
     frame["note_commit"] = frame["path"].map(changed)
     since = previous["commit"].iloc[0] if previous is not None and len(previous) else None
     context.log.info(f"read {len(frame)} notes at {commit} (previous build: {since or 'none'})")

@@ -1,0 +1,17 @@
+"""Everything external to the assets, as Dagster resources that build themselves from the settings:
+the data directory, the notes repository, the questions file, the embedder, the retrieval and
+serving settings, the answerer. The wiring is in `rag_pipeline/definitions.py`."""
+
+from rag_pipeline.defs.resources.data import DataStore, NotesRepository, QuestionsFile
+from rag_pipeline.defs.resources.models import AnswerResource, EmbedderResource
+from rag_pipeline.defs.resources.search import RetrievalResource, ServingResource
+
+__all__ = [
+    "AnswerResource",
+    "DataStore",
+    "EmbedderResource",
+    "NotesRepository",
+    "QuestionsFile",
+    "RetrievalResource",
+    "ServingResource",
+]

@@ -1,0 +1,135 @@
+"""The data directory, the notes repository and the questions file."""
+
+import hashlib
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+from pydantic import PrivateAttr
+
+from rag_pipeline.defs.lineage import config_digest
+from rag_pipeline.defs.resources.base import FromSettings, setting
+from rag_pipeline.lib.core import AnyPath, DirectoryLock, Location, location, read_frame, write_frame
+from rag_pipeline.lib.questions import Question, QuestionsError, load_questions
+from rag_pipeline.lib.sources import (
+    SourceNote,
+    ensure_repository,
+    last_changes,
+    open_repository,
+    read_notes,
+    resolve_commit,
+)
+from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO
+
+
+class DataStore(FromSettings):
+    """The data directory every output goes under: a local path or an `s3://bucket/prefix` URL."""
+
+    data_dir: str = setting("data_dir")
+    _writer: DirectoryLock | None = PrivateAttr(default=None)
+
+    def hold(self, holder: str, wait: Callable[[str], None]) -> None:
+        """Be the one writer of the data directory until this resource is torn down: the end of
+        the run in one process, the end of the step under the multiprocess executor. A second run
+        waits here, told which run holds it."""
+        if self._writer is None:
+            lock = DirectoryLock(self.local(".writer.lock"), holder)
+            lock.acquire(wait)
+            self._writer = lock
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._writer is not None:
+            self._writer.release()
+            self._writer = None
+
+    def path(self, *parts: str) -> AnyPath:
+        return location(self.data_dir).joinpath(*parts)
+
+    def local(self, *parts: str) -> Path:
+        """Under the data directory when it is local; else under a local cache of this machine (git
+        mirrors need a real disk)."""
+        root = location(self.data_dir)
+        if isinstance(root, Location):
+            digest = hashlib.sha256(self.data_dir.encode()).hexdigest()[:16]
+            root = Path(tempfile.gettempdir()) / "rag-pipeline-cache" / digest
+        return root.joinpath(*parts)
+
+    def previous(self, relative: str) -> pd.DataFrame | None:
+        """An asset's last written output, the base of its incremental rebuild."""
+        path = self.path(relative)
+        return read_frame(path) if path.exists() else None
+
+    def read(self, relative: str, **options) -> pd.DataFrame:
+        """An upstream asset's Parquet output (`options` go to the reader: columns, ...)."""
+        path = self.path(relative)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: not materialized yet")
+        return read_frame(path, **options)
+
+    def write(self, frame: pd.DataFrame, relative: str) -> AnyPath:
+        """`frame` as the Parquet file at `relative`, atomically; returns its path."""
+        path = self.path(relative)
+        write_frame(frame, path)
+        return path
+
+
+class NotesRepository(FromSettings):
+    """A git repository of Markdown notes, read at one commit from its tree.
+
+    `repo` is a local path or a URL (mirrored under the data directory); empty means the
+    bundled corpus, which is built on first use.
+    """
+
+    store: dg.ResourceDependency[DataStore]
+    repo: str = setting("notes_repo")
+    ref: str = setting("notes_ref")
+    glob: str = setting("notes_glob")
+    exclude: list[str] = ["_index.md"]
+
+    def _open(self):
+        cache = self.store.local("git")
+        if not self.repo:
+            return open_repository(str(ensure_repository(BUNDLED_CORPUS, BUNDLED_REPO)), cache)
+        return open_repository(self.repo, cache)
+
+    def location(self) -> str:
+        return self.repo or str(BUNDLED_REPO)
+
+    def version(self) -> str:
+        """What the notes read depend on besides the commit: the repository (empty: the bundled one,
+        wherever the project lies) and which files are notes."""
+        return config_digest(self.repo, self.glob, sorted(self.exclude))
+
+    def head(self, ref: str | None = None) -> str:
+        """The full sha that `ref` (default: the configured one) names now, after a fetch for a URL."""
+        return resolve_commit(self._open(), ref or self.ref).hexsha
+
+    def read(self, commit: str) -> list[SourceNote]:
+        return read_notes(resolve_commit(self._open(), commit), self.glob, self.exclude)
+
+    def last_changes(self, commit: str, paths: set[str], since: str | None) -> dict[str, str]:
+        """Per path, the newest commit at or before `commit` that changed it (`sources.last_changes`)."""
+        return last_changes(self._open(), commit, paths, since)
+
+
+class QuestionsFile(FromSettings):
+    """The gold questions; `invalid` says what a bad evidence label does: `fail` the run, or `skip`
+    the question (counted as `n_invalid` in every report)."""
+
+    path: str = setting("questions")
+    invalid: str = setting("invalid_questions")
+
+    def load(self) -> list[Question]:
+        return load_questions(self.path)
+
+    def sha256(self) -> str:
+        """The file's content hash: the data version of the `questions_file` observation."""
+        try:
+            return hashlib.sha256(Path(self.path).read_bytes()).hexdigest()
+        except FileNotFoundError:
+            raise QuestionsError(f"{self.path}: questions file not found") from None
+
+    def version(self) -> str:
+        return config_digest(self.invalid)

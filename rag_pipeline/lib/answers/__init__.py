@@ -1,0 +1,48 @@
+"""Answers with citations: prompts, the answer backends, the answer cache, scoring."""
+
+from rag_pipeline.lib.answers.cache import AnswerCache, answer_all
+from rag_pipeline.lib.answers.llm import (
+    LLM,
+    ExtractiveLLM,
+    LLMError,
+    OllamaLLM,
+    OpenAILLM,
+    make_llm,
+    sentences,
+    split_thinking,
+)
+from rag_pipeline.lib.answers.scoring import (
+    ABSTAIN,
+    BASELINE_STRATEGY,
+    Reply,
+    answer_summary,
+    make_prompt,
+    parse_reply,
+    score_answers,
+)
+from rag_pipeline.lib.answers.units import NONE, ORACLE, Unit, context_units, oracle_units
+
+__all__ = [
+    "ABSTAIN",
+    "BASELINE_STRATEGY",
+    "LLM",
+    "NONE",
+    "ORACLE",
+    "AnswerCache",
+    "ExtractiveLLM",
+    "LLMError",
+    "OllamaLLM",
+    "OpenAILLM",
+    "Reply",
+    "Unit",
+    "answer_all",
+    "answer_summary",
+    "context_units",
+    "make_llm",
+    "make_prompt",
+    "oracle_units",
+    "parse_reply",
+    "score_answers",
+    "sentences",
+    "split_thinking",
+]

@@ -1,0 +1,122 @@
+"""Answers cached by (llm_version, hash of the exact prompt text), and `answer_all` over them.
+
+Each flush is a new immutable Parquet segment written atomically (a `SegmentStore`), so a
+run that fails half-way keeps every answer it got, a re-run asks nothing, and a changed chunk
+re-asks only the questions whose prompt text changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+
+import pyarrow as pa
+
+from rag_pipeline.lib.answers.llm import LLM, LLMError
+from rag_pipeline.lib.answers.scoring import Prompt, Reply
+from rag_pipeline.lib.core import AnyPath, SegmentStore, text_hash, version_dir
+
+Progress = Callable[[int, int], None]  # (answers received, answers to ask for)
+
+SCHEMA = pa.schema(
+    [
+        ("text_hash", pa.string()),  # of the exact prompt text
+        ("text", pa.string()),
+        ("thinking", pa.string()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("latency_s", pa.float64()),
+    ]
+)
+REPLY = [name for name in SCHEMA.names if name != "text_hash"]
+
+
+def prompt_hash(text: str) -> str:
+    return text_hash(text)
+
+
+class AnswerCache(SegmentStore):
+    """Replies of one llm_version, in content-addressed segments (see core/segments.py): a flush is
+    a new segment, compaction folds them."""
+
+    def __init__(self, root: str | AnyPath, llm_version: str):
+        self.llm_version = llm_version
+        super().__init__(version_dir(root, f"{llm_version}|replies-v2", {"llm_version": llm_version}))
+
+    def get(self, hashes: Sequence[str]) -> dict[str, Reply]:
+        have = [h for h, found in zip(hashes, self.contains(list(hashes))) if found]
+        replies: dict[str, Reply] = {}
+        for table, positions in self.read(have, REPLY):
+            for position, row in zip(positions, table.to_pylist()):
+                replies[have[position]] = Reply(**row)
+        return replies
+
+    def put(self, replies: dict[str, Reply]) -> None:
+        rows = [{"text_hash": h, **dataclasses.asdict(r)} for h, r in replies.items()]
+        self.append(pa.Table.from_pylist(rows, schema=SCHEMA))
+
+
+def answer_all(
+    llm: LLM,
+    prompts: Sequence[Prompt],
+    cache_dir: Path,
+    *,
+    flush_every: int = 8,
+    progress: Progress | None = None,
+) -> tuple[list[Reply], int]:
+    """Replies to `prompts` (in their order) and how many were asked of the backend.
+
+    Only prompts whose text the cache lacks under `llm.llm_version` are asked, `llm.concurrency` at
+    a time; replies are flushed to the cache every `flush_every`, and on a failure, whose LLMError
+    names the question. A reply's latency is the wall time of its first asking, retries included.
+    """
+    cache = AnswerCache(cache_dir, llm.llm_version)
+    hashes = [prompt_hash(p.text) for p in prompts]
+    have = cache.get(hashes)
+    todo = {h: p for h, p in zip(hashes, prompts) if h not in have}
+    pending: dict[str, Reply] = {}
+    running: dict[Future, str] = {}
+    received = 0
+
+    def ask(prompt: Prompt) -> Reply:
+        started = time.perf_counter()
+        reply = llm.answer(prompt)
+        return dataclasses.replace(reply, latency_s=time.perf_counter() - started)
+
+    def collect(future: Future) -> None:
+        nonlocal received
+        h = running.pop(future)
+        try:
+            reply = future.result()
+        except Exception as exc:  # an embedder's error (extractive) as much as a server's
+            raise LLMError(f"question {todo[h].question_id}: {exc}", getattr(exc, "status", None)) from exc
+        pending[h] = have[h] = reply
+        if len(pending) >= flush_every:
+            cache.put(dict(pending))
+            pending.clear()
+        received += 1
+        if progress:
+            progress(received, len(todo))
+
+    pool = ThreadPoolExecutor(llm.concurrency)
+    try:
+        for h, prompt in todo.items():
+            running[pool.submit(ask, prompt)] = h
+            # no more than `concurrency` submitted, so a failure leaves nothing queued behind it
+            while len(running) >= llm.concurrency:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    collect(future)
+        while running:
+            collect(next(iter(running)))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        # after a failure, the prompts still being answered then are kept too
+        for future, h in running.items():
+            if not future.cancelled() and future.exception() is None:
+                pending[h] = future.result()
+        cache.put(pending)
+    return [have[h] for h in hashes], len(todo)

@@ -1,0 +1,36 @@
+"""Chunking strategies (fixed, section, section-split, recursive, your own), chunk rows, and the
+check that chunks reproduce their notes."""
+
+from rag_pipeline.lib.chunking.chunkers import (
+    STRATEGIES,
+    ChunkSpanError,
+    Strategy,
+    chunk_cleaned_note,
+    chunk_note,
+    fixed_spans,
+    fixed_strategy,
+    recursive_spans,
+    section_split_spans,
+    stable_id,
+    top_sections,
+)
+from rag_pipeline.lib.chunking.coverage import coverage_problems
+from rag_pipeline.lib.chunking.strategy_file import StrategyError, load_strategies, read_strategy_file
+
+__all__ = [
+    "STRATEGIES",
+    "ChunkSpanError",
+    "Strategy",
+    "StrategyError",
+    "chunk_cleaned_note",
+    "chunk_note",
+    "coverage_problems",
+    "fixed_spans",
+    "fixed_strategy",
+    "load_strategies",
+    "read_strategy_file",
+    "recursive_spans",
+    "section_split_spans",
+    "stable_id",
+    "top_sections",
+]

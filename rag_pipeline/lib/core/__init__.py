@@ -1,0 +1,68 @@
+"""What every stage stands on: atomic storage (local or s3://), content-addressed segments, the JSON
+HTTP client and its deadline, the one access rule, one-writer locks, incremental rebuilds by note."""
+
+from rag_pipeline.lib.core.access import UNAUTHORIZED, leaked_rows, may_read, readable_mask, readable_units
+from rag_pipeline.lib.core.http import JsonClient, ServerError, bearer, without_v1
+from rag_pipeline.lib.core.incremental import content_version, rebuild_by_note
+from rag_pipeline.lib.core.locks import DirectoryLock
+from rag_pipeline.lib.core.segments import SegmentStore, text_hash, version_dir, version_key
+from rag_pipeline.lib.core.storage import (
+    AnyPath,
+    Location,
+    StorageError,
+    as_path,
+    location,
+    parquet_file,
+    publish_directory,
+    read_frame,
+    read_table,
+    storage_options,
+    table_bytes,
+    tree_bytes,
+    vector_column,
+    vector_matrix,
+    write_bytes,
+    write_frame,
+    write_table,
+)
+from rag_pipeline.lib.core.text import PARAGRAPH_END, SENTENCE_BREAK, SENTENCE_END, SENTENCE_SPLIT
+
+__all__ = [
+    "PARAGRAPH_END",
+    "SENTENCE_BREAK",
+    "SENTENCE_END",
+    "SENTENCE_SPLIT",
+    "UNAUTHORIZED",
+    "AnyPath",
+    "DirectoryLock",
+    "JsonClient",
+    "Location",
+    "SegmentStore",
+    "ServerError",
+    "StorageError",
+    "as_path",
+    "bearer",
+    "content_version",
+    "leaked_rows",
+    "location",
+    "may_read",
+    "parquet_file",
+    "publish_directory",
+    "read_frame",
+    "read_table",
+    "readable_mask",
+    "readable_units",
+    "rebuild_by_note",
+    "storage_options",
+    "table_bytes",
+    "text_hash",
+    "tree_bytes",
+    "vector_column",
+    "vector_matrix",
+    "version_dir",
+    "version_key",
+    "without_v1",
+    "write_bytes",
+    "write_frame",
+    "write_table",
+]

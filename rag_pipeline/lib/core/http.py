@@ -1,0 +1,175 @@
+"""A pooled JSON-over-HTTP client with bounded retries, shared by the embedding and reranking backends.
+
+Timeouts, connection errors, 408, 429 and 5xx are retried (tenacity) with exponential backoff and
+full jitter, or after the server's `Retry-After` on 429 and 503; any other 4xx fails at once with
+the server's own message. `timeout` bounds each request as a whole, not each read (see
+deadline.py), so a server that never answers, or answers a byte at a time, fails the call within
+about (retries + 1) x timeout plus the backoff; while a request is outstanding a line is logged
+every `heartbeat_s`. A reply that is not JSON is an error naming the URL, never a bare decode error.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+import tenacity
+
+from rag_pipeline.lib.core.deadline import DeadlineTransport, within
+
+RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+MAX_RETRY_AFTER_S = 120.0  # a server asking for longer is not waited for beyond this
+
+log = logging.getLogger("rag_pipeline.http")
+
+
+class ServerError(RuntimeError):
+    """The server could not be reached or refused the request; `status` is its HTTP status, if any."""
+
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.status is None or self.status in RETRY_STATUS
+
+
+@contextmanager
+def heartbeat(what: str, every_s: float) -> Iterator[None]:
+    """Log `what` every `every_s` seconds until the block ends: a hung call is never silent."""
+    done = threading.Event()
+    started = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every_s):
+            log.info(f"{what}: still waiting, {time.monotonic() - started:.0f} s so far")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """`Retry-After` as seconds: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+
+
+def bearer(api_key_env: str) -> dict[str, str]:
+    """The `Authorization` header for the API key in the variable `api_key_env` (none when unset);
+    the key is read at call time and never kept in config or metadata."""
+    key = os.environ.get(api_key_env)
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+class JsonClient:
+    def __init__(
+        self,
+        url: str,
+        name: str,
+        *,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        headers: dict[str, str] | None = None,
+        connections: int = 1,
+        heartbeat_s: float = 10.0,
+    ):
+        self.url = url.rstrip("/")
+        self.name = name
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.heartbeat_s = heartbeat_s
+        self._jitter = tenacity.wait_random_exponential(multiplier=backoff, max=30)
+        # the transport applies the environment's proxy itself, so httpx must not mount its own
+        self.client = httpx.Client(
+            timeout=timeout,
+            headers=headers or {},
+            transport=DeadlineTransport(self.url, connections),
+            trust_env=False,
+        )
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ServerError) and exc.retry_after is not None:
+            return min(exc.retry_after, MAX_RETRY_AFTER_S)
+        return self._jitter(state)
+
+    def _post_once(self, url: str, body: dict[str, Any]) -> Any:
+        try:
+            with heartbeat(f"{self.name} {url}", self.heartbeat_s), within(self.timeout):
+                response = self.client.post(url, json=body)
+        except httpx.TimeoutException as exc:
+            raise ServerError(
+                f"{self.name} {url}: timed out after {self.timeout:g} s ({exc.__class__.__name__})"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ServerError(f"{self.name} {url}: cannot connect ({exc}); is the server running?") from exc
+        status = response.status_code
+        if status < 400:
+            try:
+                return response.json()
+            except ValueError:
+                raise ServerError(
+                    f"{self.name} {url}: HTTP {status} but the reply is not JSON "
+                    f"({response.text[:80]!r}); is {self.url} the server's base URL?",
+                    status,
+                ) from None
+        wait = retry_after_seconds(response.headers.get("retry-after")) if status in (429, 503) else None
+        raise ServerError(f"{self.name} {url}: HTTP {status}: {server_message(response)}", status, wait)
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        url = f"{self.url}{path}"
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception(lambda e: isinstance(e, ServerError) and e.retryable),
+            before_sleep=lambda s: log.warning(f"{s.outcome.exception()}; retry {s.attempt_number}"),
+            reraise=True,
+        )
+        try:
+            return retrying(self._post_once, url, body)
+        except ServerError as exc:
+            if not exc.retryable:
+                raise
+            attempts = retrying.statistics.get("attempt_number", 1)
+            raise ServerError(f"{exc}, after {attempts} attempts", exc.status) from exc
+
+
+def without_v1(url: str) -> str:
+    """An OpenAI-compatible base URL as the paths here (`/v1/...`) expect it: one trailing `/v1`,
+    as the OpenAI SDKs take the base URL, is dropped."""
+    url = url.strip().rstrip("/")
+    return url.removesuffix("/v1")
+
+
+def server_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        error = error.get("message", error)
+    return str(error)[:300]

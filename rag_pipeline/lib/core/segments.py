@@ -1,0 +1,216 @@
+"""Content-addressed rows in immutable Parquet segments: a text's hash -> one row of other columns.
+
+Every write is a new segment written atomically. A store never loads its rows all at once: it
+indexes each segment by reading its `text_hash` column alone, and reads only the row groups
+holding the rows asked for. Compaction folds segments of similar size into one (size-tiered, so
+frequent small flushes stay cheap) and never touches segments past `merge_bytes`; the new segment
+lands before the old ones go, so a crash leaves duplicates (harmless), never a loss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from rag_pipeline.lib.core.storage import (
+    AnyPath,
+    as_path,
+    file_size,
+    parquet_file,
+    read_table,
+    write_bytes,
+    write_table,
+)
+
+KEY = "S32"  # text hashes are 32 hex characters
+
+
+def version_key(version: str) -> str:
+    """A short folder name for a version string (the full string is kept in version.json)."""
+    return hashlib.sha256(version.encode()).hexdigest()[:16]
+
+
+def version_dir(root: str | AnyPath, version: str, manifest: dict) -> AnyPath:
+    """The folder of one version of a store under `root` (`version_key(version)`), with the full
+    description in its `version.json`, written once."""
+    directory = as_path(root) / version_key(version)
+    if not (directory / "version.json").exists():
+        write_bytes(json.dumps(manifest, indent=1).encode(), directory / "version.json")
+    return directory
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def keys_of(hashes: list[str] | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(hashes, pa.ChunkedArray):
+        hashes = hashes.cast(pa.binary()).to_numpy(zero_copy_only=False)
+    return np.asarray(hashes, dtype=KEY)
+
+
+@dataclass
+class Segment:
+    path: AnyPath
+    keys: np.ndarray  # hashes in row order
+    order: np.ndarray  # argsort of keys
+    group_starts: np.ndarray  # first row of each row group
+    size: int  # bytes on disk
+
+    @classmethod
+    def open(cls, path: AnyPath, keys: np.ndarray | None = None) -> Segment:
+        """The segment's index, from its `text_hash` column unless the caller has its `keys`."""
+        file = parquet_file(path)
+        if keys is None:
+            keys = keys_of(file.read(columns=["text_hash"]).column(0))
+        sizes = [file.metadata.row_group(i).num_rows for i in range(file.num_row_groups)]
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        return cls(path, keys, np.argsort(keys, kind="stable"), starts, file_size(path))
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """Row of each key, -1 where absent."""
+        if not len(self.keys):
+            return np.full(len(keys), -1, np.int64)
+        at = np.minimum(np.searchsorted(self.keys, keys, sorter=self.order), len(self.keys) - 1)
+        rows = self.order[at]
+        return np.where(self.keys[rows] == keys, rows, -1)
+
+    def take(
+        self, rows: np.ndarray, columns: list[str], dictionary: list[str]
+    ) -> list[tuple[pa.Table, np.ndarray]]:
+        """(table, indices into `rows`) per row group read, each group read only when a row lies in it."""
+        file = parquet_file(self.path, read_dictionary=dictionary or None)
+        group = np.searchsorted(self.group_starts, rows, side="right") - 1
+        parts = []
+        for g in np.unique(group):
+            sel = np.flatnonzero(group == g)
+            table = file.read_row_group(int(g), columns=columns)
+            local = rows[sel] - self.group_starts[g]
+            whole = len(local) == table.num_rows and (local == np.arange(len(local))).all()
+            parts.append((table if whole else table.take(pa.array(local)), sel))
+        return parts
+
+
+class SegmentStore:
+    FANOUT = 8  # segments of one size tier folded into one: a row is rewritten about log8(n) times
+    merge_bytes = 32 << 20  # a segment this large is never merged again: bounds a merge's memory
+    row_group_size = 2048
+    dictionary_columns: tuple[str, ...] = ()  # read as dictionary arrays
+    write_options: dict = {"compression": "zstd", "write_statistics": False}  # nothing filters on them
+
+    def __init__(self, directory: str | AnyPath):
+        self.dir = as_path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._segments: dict[str, Segment] = {}
+        self._indexed = False  # the index is read on first use: a run that needs no row reads nothing
+
+    def _index(self) -> dict[str, Segment]:
+        if not self._indexed:
+            self.refresh()
+        return self._segments
+
+    def _paths(self) -> list[AnyPath]:
+        return sorted(self.dir.glob("segment-*.parquet"))
+
+    def refresh(self) -> None:
+        """Index segments written since (by this process or another), forget those compacted away."""
+        self._indexed = True
+        paths = self._paths()
+        names = {p.name for p in paths}
+        self._segments = {n: s for n, s in self._segments.items() if n in names}
+        for path in paths:
+            if path.name not in self._segments:
+                try:
+                    self._segments[path.name] = Segment.open(path)
+                except FileNotFoundError:  # compacted away by another process meanwhile
+                    continue
+
+    def hashes(self) -> list[str]:
+        """Every hash stored, once."""
+        keys = [s.keys for s in self._index().values()]
+        return np.unique(np.concatenate(keys)).astype(str).tolist() if keys else []
+
+    def __len__(self) -> int:
+        return len(self.hashes())
+
+    def _locate(self, keys: np.ndarray) -> tuple[list[Segment], np.ndarray, np.ndarray]:
+        segments = list(self._index().values())
+        where = np.full(len(keys), -1, np.int64)
+        rows = np.zeros(len(keys), np.int64)
+        for i, segment in enumerate(segments):
+            todo = np.flatnonzero(where < 0)
+            if not len(todo):
+                break
+            found = segment.find(keys[todo])
+            hit = found >= 0
+            where[todo[hit]], rows[todo[hit]] = i, found[hit]
+        return segments, where, rows
+
+    def contains(self, hashes: list[str]) -> np.ndarray:
+        return self._locate(keys_of(hashes))[1] >= 0
+
+    def read(self, hashes: list[str], columns: list[str]) -> list[tuple[pa.Table, np.ndarray]]:
+        """The rows of `hashes` as (table, positions in `hashes`) parts; KeyError if one is absent."""
+        keys = keys_of(hashes)
+        for attempt in range(3):
+            segments, where, rows = self._locate(keys)
+            if (where < 0).any():
+                missing = np.asarray(hashes)[where < 0]
+                raise KeyError(f"{len(missing)} texts not in {self.dir}, e.g. {missing[0]}")
+            try:
+                parts = []
+                for i in np.unique(where):
+                    sel = np.flatnonzero(where == i)
+                    sel = sel[np.argsort(rows[sel], kind="stable")]  # row order: whole groups need no take
+                    dictionary = [c for c in self.dictionary_columns if c.split(".")[0] in columns]
+                    parts += [(t, sel[at]) for t, at in segments[i].take(rows[sel], columns, dictionary)]
+                return parts
+            except FileNotFoundError:  # another process compacted a segment away: look again
+                if attempt == 2:
+                    raise
+                self.refresh()
+        raise AssertionError("unreachable")
+
+    def append(self, table: pa.Table) -> None:
+        """A new segment of `table` (with a `text_hash` column), then compaction."""
+        if not table.num_rows:
+            return
+        self._write(table)
+        self.compact()
+
+    def _write(self, table: pa.Table) -> None:
+        path = self.dir / f"segment-{time.time_ns()}-{os.getpid()}.parquet"
+        write_table(table, path, row_group_size=self.row_group_size, **self.write_options)
+        self._segments[path.name] = Segment.open(path, keys_of(table.column("text_hash")))
+
+    def compact(self) -> None:
+        """Fold every FANOUT segments of one size tier (a power of FANOUT bytes) into one."""
+        self.refresh()
+        while True:
+            tiers: dict[int, list[Segment]] = {}
+            for segment in self._segments.values():
+                if segment.size < self.merge_bytes:
+                    tiers.setdefault(int(math.log(max(segment.size, 1), self.FANOUT)), []).append(segment)
+            full = [group for group in tiers.values() if len(group) >= self.FANOUT]
+            if not full or not self._merge(full[0]):
+                return
+
+    def _merge(self, victims: list[Segment]) -> bool:
+        try:
+            table = pa.concat_tables([read_table(s.path) for s in victims])
+        except FileNotFoundError:  # another process is compacting them
+            return False
+        # one row per hash, in the order written (rows of one write stay together)
+        _, first = np.unique(keys_of(table.column("text_hash")), return_index=True)
+        self._write(table.take(pa.array(np.sort(first))))
+        for segment in victims:  # only once the new segment has landed
+            segment.path.unlink(missing_ok=True)
+            self._segments.pop(segment.path.name, None)
+        return True

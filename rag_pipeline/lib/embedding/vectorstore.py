@@ -1,0 +1,114 @@
+"""Content-addressed vector store: (embedding_version, hash of the exact text embedded) -> vector.
+
+Vectors live in immutable Parquet segments (see segments.py): a run reads the vectors it asks
+for, never the whole store, and each flush is a new segment, so a run killed half-way keeps
+every flushed vector and the next run embeds only the rest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from rag_pipeline.lib.core import (
+    AnyPath,
+    SegmentStore,
+    text_hash,
+    vector_column,
+    vector_matrix,
+    version_dir,
+)
+from rag_pipeline.lib.embedding.embedders import Embedder, EmbeddingError, Kind
+
+Progress = Callable[[int, int], None]
+
+
+class VectorStore(SegmentStore):
+    # float vectors barely compress, and a flush (every 64 texts) should be cheap
+    write_options = {"compression": "none", "use_dictionary": False, "write_statistics": False}
+
+    def __init__(self, root: str | AnyPath, embedding_version: str, dim: int):
+        self.embedding_version = embedding_version
+        self.dim = dim
+        super().__init__(
+            version_dir(root, embedding_version, {"embedding_version": embedding_version, "dim": dim})
+        )
+
+    def vectors(self, hashes: list[str]) -> np.ndarray:
+        """One row per hash, in order; KeyError if one is not stored."""
+        matrix = np.empty((len(hashes), self.dim), np.float32)
+        for table, positions in self.read(hashes, ["vector"]):
+            matrix[positions] = vector_matrix(table.column("vector"), self.dim)
+        return matrix
+
+    def get(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of those hashes that are stored."""
+        have = [h for h, found in zip(hashes, self.contains(hashes)) if found]
+        return dict(zip(have, self.vectors(have)))
+
+    def put(self, hashes: list[str], vectors: np.ndarray) -> None:
+        if hashes:
+            self.append(pa.table({"text_hash": hashes, "vector": vector_column(vectors)}))
+
+
+def embed_cached(
+    embedder: Embedder,
+    store: VectorStore,
+    texts: list[str],
+    kind: Kind,
+    *,
+    labels: list[str] | None = None,
+    batch_size: int = 16,
+    flush_every: int = 64,
+    flush_seconds: float = 10.0,
+    clock: Callable[[], float] = time.monotonic,
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, list[str], int]:
+    """Vectors for `texts`, embedding only texts the store lacks.
+
+    Checked vectors are flushed to the store every `flush_every` texts or `flush_seconds`,
+    whichever comes first, so an interrupted run keeps them. `labels` (e.g. chunk ids) name
+    the text an embedding error is about.
+    Returns (vectors, text hashes, number of texts sent to the embedder).
+    """
+    prefix = embedder.prefix(kind)
+    hashes = [text_hash(prefix + t) for t in texts]
+    stored = store.contains(hashes)
+    todo: dict[str, int] = {}
+    for i, (h, found) in enumerate(zip(hashes, stored)):
+        if not found and h not in todo:
+            todo[h] = i
+    missing = list(todo)
+    pending: list[tuple[list[str], np.ndarray]] = []
+    state = {"embedded": 0, "pending": 0, "flushed_at": clock()}
+
+    def flush() -> None:
+        if pending:
+            store.put([h for batch, _ in pending for h in batch], np.concatenate([v for _, v in pending]))
+            pending.clear()
+        state["pending"], state["flushed_at"] = 0, clock()
+
+    def done(start: int, vectors: np.ndarray) -> None:
+        batch = missing[start : start + len(vectors)]
+        pending.append((batch, vectors))
+        state["embedded"] += len(batch)
+        state["pending"] += len(batch)
+        if state["pending"] >= flush_every or clock() - state["flushed_at"] >= flush_seconds:
+            flush()
+        if progress:
+            progress(state["embedded"], len(missing))
+
+    try:
+        embedder.embed_batches([texts[todo[h]] for h in missing], kind, batch_size, done)
+    except EmbeddingError as exc:
+        if exc.index is not None:
+            position = todo[missing[exc.index]]
+            name = labels[position] if labels else f"text #{position}"
+            raise EmbeddingError(f"{name}: {exc}", index=position) from exc
+        raise
+    finally:
+        flush()  # whatever was checked before a failure is kept
+    return store.vectors(hashes), hashes, len(missing)

@@ -1,0 +1,38 @@
+"""Metrics from per-question outcomes, the report's tables, plots and Markdown."""
+
+from rag_pipeline.lib.evaluation.metrics import (
+    REPORT_KS,
+    EvidenceSpan,
+    access_at,
+    holds,
+    paired_randomization,
+    question_outcomes,
+    recall_at_k,
+    relevant_column,
+    summarize,
+)
+from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
+from rag_pipeline.lib.evaluation.report import build_report, headline_md, to_markdown
+from rag_pipeline.lib.evaluation.tables import matrix_table, reference_table
+
+__all__ = [
+    "REPORT_KS",
+    "EvidenceSpan",
+    "access_at",
+    "build_report",
+    "headline_md",
+    "heatmap",
+    "holds",
+    "matrix_table",
+    "paired_randomization",
+    "pareto_front",
+    "pareto_plot",
+    "pareto_points",
+    "question_outcomes",
+    "recall_at_k",
+    "recall_grid",
+    "reference_table",
+    "relevant_column",
+    "summarize",
+    "to_markdown",
+]

@@ -1,0 +1,272 @@
+"""The evaluation report: the configuration matrix, the seed's table, per-category and per-question
+tables, paired comparison with a baseline, and plots."""
+
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from rag_pipeline.lib.evaluation.metrics import DEPTH, question_counts
+from rag_pipeline.lib.evaluation.plots import heatmap, pareto_plot, pareto_points, recall_grid
+from rag_pipeline.lib.evaluation.tables import compute_tables, rank_table, reference_table, run_label
+from rag_pipeline.lib.retrieval import RetrievalSettings
+
+COLUMN_KEY = {
+    "configuration": "strategy/retriever; a strategy alone means dense retrieval",
+    "chunks": "chunks in the strategy's index",
+    "evid@k": "share of answerable questions with a unit holding an evidence in the top k",
+    "mrr@10": "mean of 1/rank of the first evidence (0 past rank 10)",
+    "ndcg@10": "binary-gain nDCG at 10",
+    "chars@5": "median characters of the top 5 units",
+    "candidates": "evidence in the top candidate_k of the run's inputs (a fusion's ceiling)",
+    "context": "evidence among what would reach the LLM: context_k units within context_chars",
+    "r@Nk": "evidence recall within a budget of N,000 characters",
+    "Δevid@5": "evid@5 minus the baseline's, on the same questions",
+    "p": "paired randomisation p-value of that difference (10,000 sign flips)",
+}
+
+
+def headline_md(matrix: pd.DataFrame, baseline: tuple[str, str], duplicates: dict[str, str]) -> str:
+    """What the page shows first: the best configurations, the baseline, and a key to every column."""
+    best = matrix.iloc[0]
+    base = matrix[matrix["configuration"] == run_label(*baseline)]
+    top = matrix.drop(columns=["strategy", "retriever"]).head(5)
+    lines = [
+        f"**Best: `{best['configuration']}`**: evidence recall {best['r@4k']:.2f} within 4,000 characters, "
+        f"{best['evid@5']:.2f} at k=5, MRR@10 {best['mrr@10']:.2f}."
+    ]
+    if not base.empty:
+        b = base.iloc[0]
+        lines.append(
+            f"Baseline `{b['configuration']}`: {b['r@4k']:.2f} within 4,000 characters, {b['evid@5']:.2f} at k=5."
+        )
+    lines += [
+        f"`{dup}` has exactly the chunks of `{kept}`: reported once, as `{kept}`."
+        for dup, kept in duplicates.items()
+    ]
+    key = "\n".join(f"- `{name}`: {meaning}" for name, meaning in COLUMN_KEY.items())
+    return "\n\n".join([*lines, "Top configurations:", to_markdown(top), f"Key:\n\n{key}"])
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    """A GitHub Markdown table (pandas' own needs the optional `tabulate`)."""
+
+    def cell(v: object) -> str:
+        return f"{v:.2f}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def _png(fig: plt.Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def recall_plots(summary: pd.DataFrame) -> tuple[bytes, bytes]:
+    """(evidence recall against k, evidence recall against characters passed on a log scale)."""
+    by_k, ax_k = plt.subplots(figsize=(6, 4))
+    by_chars, ax_c = plt.subplots(figsize=(6, 4))
+    for (strategy, retriever), run in summary.groupby(["strategy", "retriever"], sort=False):
+        label = run_label(strategy, retriever)
+        ax_k.plot(run["k"], run["evidence_recall"], marker="o", markersize=3, label=label)
+        ax_c.plot(run["chars_median"], run["evidence_recall"], marker="o", markersize=3, label=label)
+    ax_k.set(
+        xlabel="k (chunks passed)", ylabel="evidence recall@k", ylim=(0, 1.02), xticks=[1, 5, 10, 15, 20]
+    )
+    ax_c.set(xlabel="characters passed (median, log scale)", ylabel="evidence recall", ylim=(0, 1.02))
+    ax_c.set_xscale("log")
+    for ax in (ax_k, ax_c):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return _png(by_k), _png(by_chars)
+
+
+def inline_png(png: bytes, alt: str) -> str:
+    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode()})"
+
+
+@dataclass
+class Report:
+    tables: dict[str, pd.DataFrame]
+    plots: dict[str, bytes]
+    matrix: pd.DataFrame
+    matrix_md: str
+    reference_md: str
+    category_md: str
+    ranks_md: str
+    plots_md: str
+    markdown: str
+
+
+def provenance_md(provenance: dict[str, str], invalid: dict[str, str]) -> str:
+    """The lines every report starts with: what it was computed from, and the questions left out."""
+    lines = [f"- {key}: `{value}`" for key, value in provenance.items()]
+    if invalid:
+        lines.append(f"- n_invalid: {len(invalid)} question(s) left out for bad gold labels:")
+        lines += [f"  - question {qid}: {why}" for qid, why in invalid.items()]
+    return "Computed from:\n\n" + "\n".join(lines)
+
+
+def nothing_to_score(
+    outcomes: pd.DataFrame, run_keys: list[str], provenance: dict[str, str], invalid: dict[str, str]
+) -> Report:
+    """The report of a question set with no answerable question: counts, and no metric."""
+    counts = pd.DataFrame(
+        [
+            dict(zip(run_keys, keys)) | {"n_chunks": int(run["n_chunks"].iloc[0])} | question_counts(run)
+            for keys, run in outcomes.groupby(run_keys, sort=False)
+        ]
+    ).assign(n_questions=0, n_invalid=len(invalid), commit=provenance.get("commit", ""))
+    text = (
+        f"No answerable question: nothing to score ({len(outcomes['question_id'].unique())} unanswerable "
+        "question(s) kept apart)."
+    )
+    markdown = f"# Retrieval evaluation\n\n{provenance_md(provenance, invalid)}\n\n{text}\n"
+    ranks = outcomes[[*run_keys, "question_id", "category", "answerable", "note_rank", "first_evidence_rank"]]
+    return Report(
+        {"evaluation_summary": counts, "question_ranks": ranks},
+        {},
+        pd.DataFrame(),
+        text,
+        "",
+        "",
+        "",
+        "",
+        markdown,
+    )
+
+
+def build_report(
+    outcomes: pd.DataFrame,
+    run_keys: list[str],
+    settings: RetrievalSettings,
+    baseline: tuple[str, str],
+    provenance: dict[str, str],
+    invalid: dict[str, str],
+) -> Report:
+    if not outcomes["answerable"].astype(bool).any():
+        return nothing_to_score(outcomes, run_keys, provenance, invalid)
+    tables = compute_tables(
+        outcomes, run_keys, settings, baseline, n_invalid=len(invalid), commit=provenance.get("commit", "")
+    )
+    summary, budget, category, ranks, matrix = (
+        tables.summary,
+        tables.budget,
+        tables.category,
+        tables.ranks,
+        tables.matrix,
+    )
+    candidate_k = settings.candidate_k
+    dense = summary[summary["retriever"] == "dense"]
+    by_k, by_chars = recall_plots(dense)
+    pareto_png = pareto_plot(pareto_points(summary, budget))
+    heatmap_png = heatmap(
+        recall_grid(budget), "Evidence recall within 4,000 characters, by chunking strategy and retriever"
+    )
+    best = matrix.iloc[0]
+    cat = category[category["k"] == 5].assign(
+        run=lambda f: [run_label(s, r) for s, r in zip(f["strategy"], f["retriever"])]
+    )
+    cat_wide = cat.pivot_table(
+        index="run", columns="category", values="evidence_recall", sort=False
+    ).reset_index()
+    order = list(matrix["configuration"])
+    cat_wide = cat_wide.set_index("run").loc[[r for r in order if r in set(cat_wide["run"])]].reset_index()
+    n_cat = category[category["k"] == 5].groupby("category")["n_questions"].first()
+    cat_wide.columns = ["configuration"] + [f"{c} ({n_cat[c]})" for c in cat_wide.columns[1:]]
+    shown = ranks[
+        (ranks["retriever"] == "dense")
+        | ranks["retriever"].eq(best["retriever"]) & ranks["strategy"].eq(best["strategy"])
+    ]
+
+    at_k = summary[summary["k"] == settings.context_k]
+    header = (
+        f"{int(summary['n_questions'].iloc[0])} answerable questions "
+        f"({int(summary['n_unanswerable'].iloc[0])} unanswerable and "
+        f"{int(summary['n_unauthorized'].iloc[0])} unauthorized kept apart); "
+        f"access at k={settings.context_k}: {int(at_k['leaked_units'].sum())} units leaked to an asker who "
+        f"may not read them, at most {at_k['underfilled'].max():.2f} of the questions under-filled; "
+        f"embedding_version {', '.join(f'`{v}`' for v in summary['embedding_version'].unique())}; "
+        f"BM25 analyzer `{summary['analyzer'].iloc[0]}`; candidate_k {candidate_k}; what reaches the LLM "
+        f"(context): the first {settings.context_k} units within {settings.context_chars:,} characters"
+    )
+    matrix_md = f"{header}\n\n{to_markdown(matrix)}"
+    reference_md = to_markdown(reference_table(summary))
+    category_md = (
+        "Evidence recall@5 by question category (questions per category in brackets).\n\n"
+        + to_markdown(cat_wide)
+    )
+    ranks_md = to_markdown(rank_table(shown))
+    misses = []
+    for label, (strategy, retriever) in (
+        ("baseline", baseline),
+        ("best", (best["strategy"], best["retriever"])),
+    ):
+        run = ranks[(ranks["strategy"] == strategy) & (ranks["retriever"] == retriever) & ranks["answerable"]]
+        missed = run[run["first_evidence_rank"].isna() | (run["first_evidence_rank"] > 5)]
+        listed = ", ".join(
+            f"{q} ({'-' if pd.isna(r) else int(r)})"
+            for q, r in zip(missed["question_id"], missed["first_evidence_rank"])
+        )
+        misses.append(f"- {label} `{run_label(strategy, retriever)}`: {listed or 'none'}")
+    plots_md = (
+        inline_png(pareto_png, "recall within 4,000 characters against characters passed")
+        + "\n\n"
+        + inline_png(heatmap_png, "recall within 4,000 characters by strategy and retriever")
+        + "\n\n"
+        + inline_png(by_k, "evidence recall against k (dense)")
+        + "\n\n"
+        + inline_png(by_chars, "evidence recall against characters passed (dense)")
+    )
+    markdown = (
+        "# Retrieval evaluation\n\n"
+        f"{provenance_md(provenance, invalid)}\n\n"
+        f"{matrix_md}\n\n"
+        "Columns: evidence recall at k, MRR@10 and nDCG@10 (binary gains), median characters passed at k=5, "
+        f"candidate recall (evidence in the top {candidate_k} of the run's inputs), context recall (evidence "
+        "among what would reach the LLM), recall within a budget of "
+        "1k/2k/4k/8k characters, and the paired difference of evid@5 with the baseline "
+        f"`{run_label(*baseline)}` (p: paired randomisation test, 10,000 sign flips).\n\n"
+        "![which configuration](which_configuration.png)\n![recall by strategy and retriever](recall_heatmap.png)\n\n"
+        f"## By question category\n\n{category_md}\n\n"
+        f"## Questions missed in the top 5 (rank of the first evidence, - = not in the top {DEPTH})\n\n"
+        + "\n".join(misses)
+        + "\n\n## The reference experiment's table (dense retrieval)\n\n"
+        f"{reference_md}\n\n"
+        "![evidence recall against k](recall_at_k.png)\n![evidence recall against characters passed]"
+        "(recall_vs_chars.png)\n\n## Rank of the first chunk holding the evidence (- = not in top 20)\n\n"
+        f"{ranks_md}\n"
+    )
+    return Report(
+        tables={
+            "evaluation_summary": summary,
+            "question_ranks": ranks,
+            "budget_recall": budget,
+            "category_recall": category,
+            "comparison": tables.compared,
+        },
+        plots={
+            "which_configuration": pareto_png,
+            "recall_heatmap": heatmap_png,
+            "recall_at_k": by_k,
+            "recall_vs_chars": by_chars,
+        },
+        matrix=matrix,
+        matrix_md=matrix_md,
+        reference_md=reference_md,
+        category_md=category_md,
+        ranks_md=ranks_md,
+        plots_md=plots_md,
+        markdown=markdown,
+    )

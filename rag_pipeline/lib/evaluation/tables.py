@@ -1,0 +1,186 @@
+"""The report's tables, computed from per-question outcomes: every configuration's metrics by k, recall
+within character budgets and by category, first evidence ranks, the paired comparison with a
+baseline, and the configuration matrix. Rendering (Markdown, plots) is `lib/report.py`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rag_pipeline.lib.evaluation.metrics import (
+    MAX_K,
+    REPORT_KS,
+    budget_recall,
+    category_recall,
+    context_recall,
+    first_ranks_of,
+    hits_within,
+    paired_randomization,
+    summarize,
+)
+from rag_pipeline.lib.evaluation.plots import configuration_name
+from rag_pipeline.lib.retrieval import RetrievalSettings, parse_retriever
+
+run_label = configuration_name
+
+
+@dataclass
+class Tables:
+    summary: pd.DataFrame
+    budget: pd.DataFrame
+    category: pd.DataFrame
+    ranks: pd.DataFrame
+    compared: pd.DataFrame
+    matrix: pd.DataFrame
+
+
+def compute_tables(
+    outcomes: pd.DataFrame,
+    run_keys: list[str],
+    settings: RetrievalSettings,
+    baseline: tuple[str, str],
+    *,
+    n_invalid: int,
+    commit: str,
+) -> Tables:
+    candidate_k = settings.candidate_k
+    summaries, budgets, categories = [], [], []
+    for keys, run in outcomes.groupby(run_keys, sort=False):
+        tag = dict(zip(run_keys, keys))
+        summaries.append(
+            summarize(run).assign(
+                **tag,
+                n_chunks=int(run["n_chunks"].iloc[0]),
+                analyzer=run["analyzer"].iloc[0],
+                candidate_recall=candidate_recall(outcomes, keys, run_keys, candidate_k),
+                context_recall=context_recall(run, settings.context_k, settings.context_chars),
+            )
+        )
+        budgets.append(budget_recall(run).assign(**tag))
+        categories.append(category_recall(run).assign(**tag))
+    summary = pd.concat(summaries, ignore_index=True).assign(n_invalid=n_invalid, commit=commit)
+    summary = summary[run_keys + [c for c in summary.columns if c not in run_keys]]
+    budget = pd.concat(budgets, ignore_index=True)
+    category = pd.concat(categories, ignore_index=True)
+    ranks = outcomes[[*run_keys, "question_id", "category", "answerable", "note_rank", "first_evidence_rank"]]
+    compared = comparison(outcomes, run_keys, baseline, settings)
+
+    matrix = matrix_table(summary, budget, compared, settings.context_k)
+    return Tables(summary, budget, category, ranks, compared, matrix)
+
+
+def reference_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """strategy, chunks, note@1/3/5/10, evid@1/3/5/10, chars@5 - one row per run."""
+    rows = []
+    for (strategy, retriever), run in summary.groupby(["strategy", "retriever"], sort=False):
+        at = run.set_index("k")
+        row = {"strategy": run_label(strategy, retriever), "chunks": int(run["n_chunks"].iloc[0])}
+        row |= {f"note@{k}": at.at[k, "note_recall"] for k in REPORT_KS}
+        row |= {f"evid@{k}": at.at[k, "evidence_recall"] for k in REPORT_KS}
+        row["chars@5"] = int(at.at[5, "chars_median"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def rank_table(question_ranks: pd.DataFrame) -> pd.DataFrame:
+    """Questions as rows, runs as columns, the first evidence rank in each cell ('-' = not in the top 20)."""
+    answerable = question_ranks[question_ranks["answerable"]].copy()
+    answerable["run"] = [run_label(s, r) for s, r in zip(answerable["strategy"], answerable["retriever"])]
+    answerable["rank"] = [
+        "-" if pd.isna(v) or v > MAX_K else str(int(v)) for v in answerable["first_evidence_rank"]
+    ]
+    wide = answerable.pivot_table(
+        index="question_id", columns="run", values="rank", aggfunc="first", sort=False
+    )
+    return wide.reindex(columns=list(dict.fromkeys(answerable["run"]))).reset_index()
+
+
+def candidate_recall(outcomes: pd.DataFrame, keys: tuple, run_keys: list[str], candidate_k: int) -> float:
+    """Share of answerable questions whose evidence is in the top `candidate_k` of at least one of
+    the run's inputs (the run itself for a base retriever, both inputs for a fusion)."""
+    strategy, retriever, version = keys
+    inputs = parse_retriever(retriever).inputs
+    pool = outcomes[
+        (outcomes["strategy"] == strategy)
+        & (outcomes["embedding_version"] == version)
+        & outcomes["retriever"].isin(inputs)
+        & outcomes["answerable"].astype(bool)
+    ]
+    if pool["retriever"].nunique() < len(inputs):
+        return float("nan")
+    hit = pool.assign(hit=first_ranks_of(pool) <= candidate_k).groupby("question_id")["hit"].any()
+    return float(hit.mean())
+
+
+def comparison(
+    outcomes: pd.DataFrame, run_keys: list[str], baseline: tuple[str, str], settings: RetrievalSettings
+) -> pd.DataFrame:
+    """Each run against the baseline run on the same questions: evidence hit at `context_k` and hit
+    within `context_chars` characters, the paired difference and its randomisation p-value."""
+    k, chars = settings.context_k, settings.context_chars
+    rows = []
+    for keys, run in outcomes.groupby(run_keys, sort=False):
+        base = outcomes[
+            (outcomes["strategy"] == baseline[0])
+            & (outcomes["retriever"] == baseline[1])
+            & (outcomes["embedding_version"] == keys[2])
+        ]
+        if base.empty:
+            continue
+        a = run.set_index("question_id").loc[base["question_id"]].reset_index()
+        row = dict(zip(run_keys, keys)) | {"baseline": run_label(*baseline)}
+        for measure, hits in (
+            (f"evid@{k}", lambda o: first_ranks_of(o[o["answerable"].astype(bool)]) <= k),
+            (f"evid@{chars}chars", lambda o: hits_within(o, chars)),
+        ):
+            x, y = hits(a).astype(float), hits(base).astype(float)
+            row |= {
+                f"{measure}": x.mean(),
+                f"{measure}_baseline": y.mean(),
+                f"{measure}_delta": x.mean() - y.mean(),
+                f"{measure}_p": paired_randomization(x, y),
+            }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def matrix_table(
+    summary: pd.DataFrame, budget: pd.DataFrame, compared: pd.DataFrame, k: int = 5
+) -> pd.DataFrame:
+    """One row per configuration, best evidence recall within 4,000 characters first."""
+    rows = []
+    for (strategy, retriever), run in summary.groupby(["strategy", "retriever"], sort=False):
+        at = run.set_index("k")
+        b = budget[(budget["strategy"] == strategy) & (budget["retriever"] == retriever)].set_index(
+            "budget_chars"
+        )
+        c = (
+            compared[(compared["strategy"] == strategy) & (compared["retriever"] == retriever)]
+            if len(compared)
+            else compared
+        )
+        row = {
+            "configuration": run_label(strategy, retriever),
+            "strategy": strategy,
+            "retriever": retriever,
+            "chunks": int(run["n_chunks"].iloc[0]),
+            "evid@1": at.at[1, "evidence_recall"],
+            "evid@5": at.at[5, "evidence_recall"],
+            "evid@10": at.at[10, "evidence_recall"],
+            "mrr@10": at.at[10, "mrr"],
+            "ndcg@10": at.at[10, "ndcg"],
+            "chars@5": int(at.at[5, "chars_median"]),
+            "candidates": run["candidate_recall"].iloc[0],
+            "context": run["context_recall"].iloc[0],
+        }
+        row |= {f"r@{int(k) // 1000}k": b.at[k, "evidence_recall"] for k in b.index}
+        if not c.empty:
+            row |= {f"Δevid@{k}": c[f"evid@{k}_delta"].iloc[0], "p": c[f"evid@{k}_p"].iloc[0]}
+        rows.append(row)
+    table = pd.DataFrame(rows).sort_values(["r@4k", "evid@5"], ascending=False, kind="stable")
+    return (
+        table.drop(columns=["strategy", "retriever"])
+        .assign(strategy=table["strategy"], retriever=table["retriever"])
+        .reset_index(drop=True)
+    )

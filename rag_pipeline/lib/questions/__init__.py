@@ -1,0 +1,59 @@
+"""Gold questions: their labels, the gold status of each label at the indexed commit, the
+drift report and its suggestions, and the refresh of a questions file."""
+
+from rag_pipeline.lib.questions.history import assess, note_versions, resolve_label_commits
+from rag_pipeline.lib.questions.labels import (
+    Evidence,
+    Question,
+    QuestionsError,
+    asker_groups,
+    check_notes_exist,
+    evidence_problems,
+    invalid_gold_message,
+    load_questions,
+    parse_questions,
+    questions_frame,
+    questions_from_frame,
+    usable,
+    with_access,
+)
+from rag_pipeline.lib.questions.refresh import RELABEL_THRESHOLD, refresh
+from rag_pipeline.lib.questions.similarity import SENTENCE, WORD, cut_level, dice, most_similar_span
+from rag_pipeline.lib.questions.status import (
+    DRIFT_COLUMNS,
+    DRIFT_SCHEMA,
+    current_versions,
+    gold_counts,
+    gold_problems,
+)
+
+__all__ = [
+    "DRIFT_COLUMNS",
+    "DRIFT_SCHEMA",
+    "RELABEL_THRESHOLD",
+    "SENTENCE",
+    "WORD",
+    "Evidence",
+    "Question",
+    "QuestionsError",
+    "asker_groups",
+    "assess",
+    "check_notes_exist",
+    "current_versions",
+    "cut_level",
+    "dice",
+    "evidence_problems",
+    "gold_counts",
+    "gold_problems",
+    "invalid_gold_message",
+    "load_questions",
+    "most_similar_span",
+    "note_versions",
+    "parse_questions",
+    "questions_frame",
+    "questions_from_frame",
+    "refresh",
+    "resolve_label_commits",
+    "usable",
+    "with_access",
+]

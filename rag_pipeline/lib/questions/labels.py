@@ -1,0 +1,277 @@
+"""Gold questions in the reference experiment's JSON format, with an optional second evidence.
+
+    {"id": 21, "q": "...", "slug": "columnar-storage", "section": "...", "evidence": "...",
+     "category": "number", "answer_pattern": "15\\.6", "evidence2": "...", "section2": "..."}
+
+`slug: null` marks a question the notes cannot answer. `slug2` (default: `slug`) lets
+the second evidence live in another note. `commit` (optional, a full or abbreviated sha) is the
+notes commit the evidence was labelled against; `rag_pipeline.lib.questions.status` follows the label from
+there to the indexed commit (`ok`, `carried`, `stale` or `invalid`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from rag_pipeline.lib.core import UNAUTHORIZED, may_read
+
+
+class QuestionsError(ValueError):
+    """The questions file is malformed; the message names the file, question and field."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    note: str
+    section: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: int | str
+    q: str
+    category: str
+    evidence: tuple[Evidence, ...]
+    answer_pattern: str | None = None
+    groups: tuple[str, ...] | None = None  # the asker's groups; None: may read every note
+    commit: str | None = None  # the notes commit the evidence was labelled against
+
+    @property
+    def answerable(self) -> bool:
+        """Scored for recall: it has evidence its asker may read."""
+        return bool(self.evidence) and self.category != UNAUTHORIZED
+
+
+def _field(item: dict, name: str, where: str, kinds: tuple[type, ...], required: bool = True):
+    value = item.get(name)
+    if value is None:
+        if required:
+            raise QuestionsError(f"{where}: missing field {name!r}")
+        return None
+    if not isinstance(value, kinds) or (isinstance(value, str) and not value.strip()):
+        raise QuestionsError(
+            f"{where}: field {name!r} must be a non-empty {kinds[0].__name__}, got {value!r}"
+        )
+    return value
+
+
+_SHA = re.compile(r"[0-9a-fA-F]{4,40}")
+
+
+def _commit(item: dict, where: str) -> str | None:
+    value = _field(item, "commit", where, (str,), required=False)
+    if value is not None and not _SHA.fullmatch(value.strip()):
+        raise QuestionsError(
+            f"{where}: field 'commit' must be a commit sha (4 to 40 hex digits), got {value!r}"
+        )
+    return None if value is None else value.strip().lower()
+
+
+def parse_questions(items: object, source: str) -> list[Question]:
+    if not isinstance(items, list):
+        raise QuestionsError(f"{source}: expected a JSON list of questions, got {type(items).__name__}")
+    questions: list[Question] = []
+    seen: set = set()
+    for n, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise QuestionsError(f"{source}: item #{n} is not an object")
+        qid = _field(item, "id", f"{source}: item #{n}", (int, str))
+        where = f"{source}: question {qid}"
+        if qid in seen:
+            raise QuestionsError(f"{where}: duplicate id")
+        seen.add(qid)
+        text = _field(item, "q", where, (str,))
+        slug = _field(item, "slug", where, (str,), required=False)
+        evidence: list[Evidence] = []
+        if slug is not None:
+            evidence.append(
+                Evidence(
+                    slug,
+                    _field(item, "section", where, (str,), False),
+                    _field(item, "evidence", where, (str,)),
+                )
+            )
+            second = _field(item, "evidence2", where, (str,), required=False)
+            if second is not None:
+                note2 = _field(item, "slug2", where, (str,), required=False) or slug
+                evidence.append(Evidence(note2, _field(item, "section2", where, (str,), False), second))
+        category = _field(item, "category", where, (str,), required=False)
+        groups = _field(item, "groups", where, (list, str), required=False)
+        if isinstance(groups, str):
+            groups = [groups]
+        if groups is not None and not all(isinstance(g, str) and g.strip() for g in groups):
+            raise QuestionsError(f"{where}: field 'groups' must be a list of group names, got {groups!r}")
+        questions.append(
+            Question(
+                id=qid,
+                q=text,
+                category=category or ("unanswerable" if slug is None else "uncategorized"),
+                evidence=tuple(evidence),
+                answer_pattern=_field(item, "answer_pattern", where, (str,), required=False),
+                groups=None if groups is None else tuple(sorted({g.strip() for g in groups})),
+                commit=_commit(item, where),
+            )
+        )
+    if not questions:
+        raise QuestionsError(f"{source}: no questions")
+    return questions
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    path = Path(path)
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise QuestionsError(f"{path}: questions file not found") from None
+    except json.JSONDecodeError as exc:
+        raise QuestionsError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    return parse_questions(items, str(path))
+
+
+def check_notes_exist(questions: list[Question], notes: set[str], source: str) -> None:
+    for q in questions:
+        for ev in q.evidence:
+            if ev.note not in notes:
+                raise QuestionsError(f"{source}: question {q.id}: unknown note slug {ev.note!r}")
+
+
+def with_access(questions: list[Question], access: dict[str, list[str]], source: str) -> list[Question]:
+    """The questions with those about a note their asker may not read marked `unauthorized`.
+
+    `access` holds each note's groups; a question naming a group no note has is an error (a typo
+    would silently make every restricted note unreadable to it)."""
+    known = {g for groups in access.values() for g in groups}
+    out = []
+    for q in questions:
+        unknown = sorted(set(q.groups or ()) - known)
+        if unknown:
+            raise QuestionsError(
+                f"{source}: question {q.id}: unknown group(s) {', '.join(map(repr, unknown))}; "
+                f"the notes' groups are {sorted(known) or 'none (every note is public)'}"
+            )
+        readable = all(may_read(q.groups, access.get(ev.note, [])) for ev in q.evidence)
+        out.append(q if readable else dataclasses.replace(q, category=UNAUTHORIZED))
+    return out
+
+
+def evidence_problems(questions: list[Question], texts: dict[str, str]) -> dict[str, str]:
+    """Per question id, why its gold labels are unusable: an evidence absent from its note's
+    cleaned text or found more than once there (the evidence would be located wrongly)."""
+    problems: dict[str, list[str]] = {}
+    for q in questions:
+        for ev in q.evidence:
+            count = texts.get(ev.note, "").count(ev.text)
+            if count != 1:
+                where = "absent from" if count == 0 else f"found {count} times in"
+                problems.setdefault(str(q.id), []).append(
+                    f"evidence {ev.text[:30]!r} {where} note {ev.note!r}"
+                )
+    return {qid: "; ".join(p) for qid, p in problems.items()}
+
+
+def invalid_gold_message(source: str, problems: dict[str, str]) -> str:
+    listed = ", ".join(f"question {qid} ({p})" for qid, p in problems.items())
+    return (
+        f"{source}: {len(problems)} question(s) with bad gold labels: {listed}. Fix the evidence strings "
+        "(each must occur exactly once in its note's cleaned text), or set RAG_INVALID_QUESTIONS=skip "
+        "to leave these questions out of every report"
+    )
+
+
+def evidence_span(ev: Evidence, texts: dict[str, str]) -> tuple[int, int] | None:
+    """Offsets of the evidence's first occurrence in its note's cleaned text."""
+    at = texts.get(ev.note, "").find(ev.text)
+    return None if at < 0 else (at, at + len(ev.text))
+
+
+def questions_frame(
+    questions: list[Question],
+    texts: dict[str, str],
+    invalid: dict[str, str] | None = None,
+    gold_status: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """One row per question; each evidence carries its located span (null when absent); `invalid`
+    holds why a question is left out as a labelling error (null for a usable one); `gold_status`
+    (by question id, see `rag_pipeline.lib.questions.status`; default `invalid` or `ok`) and `label_commit`."""
+    invalid = invalid or {}
+    gold_status = gold_status or {}
+    rows = []
+    for q in questions:
+        evidence = []
+        for ev in q.evidence:
+            span = evidence_span(ev, texts)
+            evidence.append(
+                {
+                    "note": ev.note,
+                    "section": ev.section,
+                    "text": ev.text,
+                    "start": span[0] if span else None,
+                    "end": span[1] if span else None,
+                }
+            )
+        rows.append(
+            {
+                "question_id": str(q.id),
+                "q": q.q,
+                "category": q.category,
+                "answerable": q.answerable,
+                "answer_pattern": q.answer_pattern,
+                "groups": None if q.groups is None else list(q.groups),
+                "evidence": evidence,
+                "invalid": invalid.get(str(q.id)),
+                "label_commit": q.commit,
+                "gold_status": gold_status.get(str(q.id), "invalid" if str(q.id) in invalid else "ok"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def usable(frame: pd.DataFrame) -> pd.DataFrame:
+    """The questions that are scored: those whose gold labels are valid and not stale."""
+    if "invalid" not in frame and "gold_status" not in frame:
+        return frame
+    keep = pd.Series(True, index=frame.index)
+    if "invalid" in frame:
+        keep &= frame["invalid"].isna()
+    if "gold_status" in frame:
+        keep &= frame["gold_status"] != "stale"
+    return frame[keep].reset_index(drop=True)
+
+
+def asker_groups(row) -> tuple[str, ...] | None:
+    """The `groups` of a questions-frame row (None: the asker may read every note)."""
+    groups = getattr(row, "groups", None)
+    return None if groups is None or (isinstance(groups, float) and pd.isna(groups)) else tuple(groups)
+
+
+def questions_from_frame(
+    frame: pd.DataFrame,
+) -> tuple[list[Question], dict[str, list[tuple[str, int, int] | None]]]:
+    """Inverse of `questions_frame`: the questions and, per question id, their evidence spans."""
+    questions, spans = [], {}
+    for row in frame.itertuples(index=False):
+        evidence = list(row.evidence) if row.evidence is not None else []
+        questions.append(
+            Question(
+                id=row.question_id,
+                q=row.q,
+                category=row.category,
+                evidence=tuple(Evidence(e["note"], e["section"], e["text"]) for e in evidence),
+                answer_pattern=row.answer_pattern if isinstance(row.answer_pattern, str) else None,
+                groups=asker_groups(row),
+                commit=label if isinstance(label := getattr(row, "label_commit", None), str) else None,
+            )
+        )
+        spans[row.question_id] = [
+            None if pd.isna(e["start"]) else (e["note"], int(e["start"]), int(e["end"])) for e in evidence
+        ]
+    return questions, spans

@@ -1,0 +1,48 @@
+"""Retrievers over one strategy's chunks: exact dense top-k, BM25, fusions, `+ctx`, `+parent`,
+`+rerank`, and retrieval that costs what changed."""
+
+from rag_pipeline.lib.retrieval.dense import top_k
+from rag_pipeline.lib.retrieval.fusion import normalized, rrf, score_fusion
+from rag_pipeline.lib.retrieval.incremental import retrieve_incremental
+from rag_pipeline.lib.retrieval.lexical import BM25, Analyzer, char_ngrams, make_analyzer
+from rag_pipeline.lib.retrieval.rerank import HttpReranker, RerankError
+from rag_pipeline.lib.retrieval.retrievers import (
+    DEFAULT_RETRIEVERS,
+    RANKERS,
+    ChunkIndex,
+    RetrievalSettings,
+    RetrieverSpec,
+    contextual_text,
+    lexical_miss_share,
+    merge_parents,
+    parse_retriever,
+    plan,
+    retrieve,
+)
+from rag_pipeline.lib.retrieval.tokens import TokenStore
+
+__all__ = [
+    "BM25",
+    "DEFAULT_RETRIEVERS",
+    "RANKERS",
+    "Analyzer",
+    "ChunkIndex",
+    "HttpReranker",
+    "RerankError",
+    "RetrievalSettings",
+    "RetrieverSpec",
+    "TokenStore",
+    "char_ngrams",
+    "contextual_text",
+    "lexical_miss_share",
+    "make_analyzer",
+    "merge_parents",
+    "normalized",
+    "parse_retriever",
+    "plan",
+    "retrieve",
+    "retrieve_incremental",
+    "rrf",
+    "score_fusion",
+    "top_k",
+]

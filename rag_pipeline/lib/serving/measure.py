@@ -1,0 +1,105 @@
+"""Does the served index return what exact search over the readable rows would, fast enough?"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import lancedb
+import numpy as np
+import pandas as pd
+
+from rag_pipeline.lib.core import readable_mask, vector_matrix
+from rag_pipeline.lib.retrieval import top_k
+from rag_pipeline.lib.serving.tables import DEFAULT_ANN, AnnConfig, index_kind, search
+
+KS = (1, 5, 10)
+MIN_RECALL = 0.95  # recall_vs_exact at RECALL_K
+RECALL_K = 5
+
+
+def exact_top_k(
+    table: lancedb.table.Table, query_vectors: np.ndarray, k: int, groups: Sequence[Sequence[str] | None]
+) -> tuple[list[list[str]], np.ndarray]:
+    """Brute-force cosine top-k over each asker's readable rows, computed here rather than by
+    LanceDB, and how many rows each asker may read."""
+    data = table.search().select(["chunk_id", "access", "vector"]).to_arrow()
+    ids = np.asarray(data["chunk_id"].to_pylist(), dtype=object)
+    access = data["access"].to_pylist()
+    vectors = vector_matrix(data["vector"], data.schema.field("vector").type.list_size)
+    readable: dict[frozenset[str] | None, np.ndarray] = {}
+    best, n_readable = [], []
+    for q, g in zip(np.asarray(query_vectors, dtype=np.float32), groups):
+        key = None if g is None else frozenset(g)
+        if key not in readable:
+            readable[key] = readable_mask(access, g)
+        rows = np.flatnonzero(readable[key])
+        positions, _ = top_k(vectors[rows], q[None, :], k)[0]
+        best.append(ids[rows[positions]].tolist())
+        n_readable.append(len(rows))
+    return best, np.asarray(n_readable)
+
+
+def serving_eval(
+    table: lancedb.table.Table,
+    strategy: str,
+    query_vectors: np.ndarray,
+    groups: Sequence[Sequence[str] | None],
+    *,
+    ks: Sequence[int] = KS,
+    ann: AnnConfig = DEFAULT_ANN,
+    prefilter: bool = True,
+) -> pd.DataFrame:
+    """Per (index_type, k): recall of the served top-k against exact top-k over the readable
+    rows, share of under-filled answers, and per-query latency. `exact` bypasses the index;
+    the table's ANN index, when it has one, is measured too. Each question is searched once, for
+    the largest k (its smaller top-k are that answer's prefix), so the latency columns are those of
+    a top-max(ks) search."""
+    if len(query_vectors) != len(groups):
+        raise ValueError(f"serving eval of {strategy}: {len(query_vectors)} queries but {len(groups)} askers")
+    truth, n_readable = exact_top_k(table, query_vectors, max(ks), groups)
+    kinds = ["exact"] + ([] if index_kind(table) == "exact" else [index_kind(table)])
+    rows = []
+    for kind in kinds:
+        exact = kind == "exact"
+        if len(query_vectors):  # the first query loads the index into LanceDB's cache: keep it untimed
+            search(table, query_vectors[:1], 1, groups[0], exact=exact, ann=ann)
+        answers, latency = [], []
+        for q, g in zip(query_vectors, groups):
+            started = time.perf_counter()
+            (hits,) = search(table, q, max(ks), g, prefilter=prefilter, exact=exact, ann=ann)
+            latency.append((time.perf_counter() - started) * 1000)
+            answers.append(list(hits.chunk_ids))
+        for k in ks:
+            recalls, underfilled = [], []
+            for got, want, n in zip(answers, truth, n_readable):
+                underfilled.append(len(got[:k]) < k <= n)
+                if n:
+                    recalls.append(len(set(got[:k]) & set(want[:k])) / min(k, n))
+            rows.append(
+                {
+                    "strategy": strategy,
+                    "index_type": kind,
+                    "k": k,
+                    "recall_vs_exact": float(np.mean(recalls)) if recalls else float("nan"),
+                    "underfilled": float(np.mean(underfilled)) if underfilled else float("nan"),
+                    "latency_p50_ms": float(np.percentile(latency, 50)) if latency else float("nan"),
+                    "latency_p95_ms": float(np.percentile(latency, 95)) if latency else float("nan"),
+                    "n_questions": len(query_vectors),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def serving_problems(frame: pd.DataFrame) -> list[str]:
+    """Why the served index may not ship: recall_vs_exact@5 under MIN_RECALL, or any under-fill."""
+    problems = []
+    for r in frame.itertuples():
+        where = f"strategy {r.strategy}, index {r.index_type}, k={r.k}"
+        if r.k == RECALL_K and np.isnan(r.recall_vs_exact):
+            problems.append(f"{where}: no question has a readable row, recall_vs_exact unknown")
+        elif r.k == RECALL_K and r.recall_vs_exact < MIN_RECALL:
+            problems.append(f"{where}: recall_vs_exact {r.recall_vs_exact:.3f} < {MIN_RECALL}")
+        if r.underfilled > 0:
+            problems.append(f"{where}: {r.underfilled:.1%} of questions got fewer than k readable rows")
+    return problems

@@ -1,0 +1,46 @@
+"""Notes read from a git commit tree, their front matter, the cleaning rule, and the bundled corpus."""
+
+from rag_pipeline.lib.sources.bundled_repo import build_repository, ensure_repository
+from rag_pipeline.lib.sources.cleaning import (
+    CLEANER_VERSION,
+    Section,
+    clean_markdown,
+    clean_note,
+    sections_of,
+)
+from rag_pipeline.lib.sources.frontmatter import FrontMatterError, note_title, split_front_matter
+from rag_pipeline.lib.sources.notes import (
+    NotesSourceError,
+    SourceNote,
+    access_groups,
+    glob_regex,
+    last_changes,
+    note_blobs,
+    note_id,
+    open_repository,
+    read_notes,
+    resolve_commit,
+)
+
+__all__ = [
+    "CLEANER_VERSION",
+    "FrontMatterError",
+    "NotesSourceError",
+    "Section",
+    "SourceNote",
+    "access_groups",
+    "build_repository",
+    "clean_markdown",
+    "clean_note",
+    "ensure_repository",
+    "glob_regex",
+    "last_changes",
+    "note_blobs",
+    "note_id",
+    "note_title",
+    "open_repository",
+    "read_notes",
+    "resolve_commit",
+    "sections_of",
+    "split_front_matter",
+]

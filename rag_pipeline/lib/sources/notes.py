@@ -1,0 +1,207 @@
+"""Read Markdown notes straight from a git commit tree (no checkout)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import git
+
+from rag_pipeline.lib.sources.frontmatter import FrontMatterError, split_front_matter, title_of
+
+
+class NotesSourceError(ValueError):
+    """The notes repository, ref or a note in it cannot be read."""
+
+
+@dataclass(frozen=True)
+class SourceNote:
+    note: str
+    path: str
+    commit: str
+    source_version: str  # the note's blob sha: changes exactly when its bytes change
+    title: str
+    raw: str
+    access: tuple[str, ...] = ()  # the groups that may read the note; empty: public
+
+
+def access_groups(fields: Mapping[Any, Any], where: str) -> tuple[str, ...]:
+    """The groups a note's front matter `fields` give it; empty (public) only when `access` is absent.
+
+    Fails closed: markup that could be meant to restrict a note is an error naming it, never read
+    as public. Accepted: `access: sre`, `access: sre, payments` (split at commas) and
+    `access: [sre, payments]`. Rejected: a key spelled `Access` or `ACCESS`, an empty value
+    (`access:`, `access: ""`, `access: []`), an empty group name, anything but strings."""
+    for key in fields:
+        if isinstance(key, str) and key != "access" and key.strip().lower() == "access":
+            raise NotesSourceError(
+                f"{where}: front matter key {key!r} is not read; write `access` (lower case)"
+            )
+    if "access" not in fields:
+        return ()
+    value = fields["access"]
+    if value is None or value == [] or (isinstance(value, str) and not value.strip()):
+        raise NotesSourceError(
+            f"{where}: `access` is empty ({value!r}); a public note omits the key, "
+            "a restricted one lists its groups (`access: [sre]`)"
+        )
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(n, str) for n in items):
+        raise NotesSourceError(
+            f"{where}: `access` must be a group name or a list of group names, got {value!r}"
+        )
+    names = [part.strip() for item in items for part in item.split(",")]
+    if not all(names):
+        raise NotesSourceError(f"{where}: `access` holds an empty group name: {value!r}")
+    return tuple(sorted(set(names)))
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob where `**/` spans any number of folders and `*` stays inside one."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def note_id(path: str) -> str:
+    """The slug: a Hugo bundle's folder name (`.../<slug>/index.md`), else the file stem."""
+    p = PurePosixPath(path)
+    return p.parent.name if p.stem in ("index", "_index") and p.parent.name else p.stem
+
+
+def open_repository(location: str, cache_dir: Path) -> git.Repo:
+    """A local repository as it is, or a bare mirror of a URL kept under `cache_dir` and fetched.
+
+    A mirror that cannot be opened or fetched (a clone killed half-way) is cloned again beside
+    it and swapped in, so a broken mirror never fails every later run."""
+    if Path(location).expanduser().exists():
+        try:
+            return git.Repo(Path(location).expanduser())
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            raise NotesSourceError(f"{location}: not a git repository") from exc
+    mirror = cache_dir / hashlib.sha256(location.encode()).hexdigest()[:16]
+    if mirror.exists():
+        try:
+            repo = git.Repo(mirror)
+            repo.remote("origin").fetch("+refs/*:refs/*", prune=True)
+            return repo
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, ValueError):
+            pass  # cloned again below; a remote that is down fails there with git's own message
+    return _clone_mirror(location, mirror)
+
+
+def _clone_mirror(location: str, mirror: Path) -> git.Repo:
+    mirror.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=mirror.parent, prefix=f".{mirror.name}."))
+    try:
+        git.Repo.clone_from(location, tmp, mirror=True)
+        if mirror.exists():
+            shutil.rmtree(mirror)
+        os.replace(tmp, mirror)
+    except git.GitCommandError as exc:
+        raise NotesSourceError(f"{location}: cannot clone or fetch: {exc.stderr.strip()}") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return git.Repo(mirror)
+
+
+def resolve_commit(repo: git.Repo, ref: str) -> git.Commit:
+    try:
+        return repo.commit(ref)
+    except (git.BadName, ValueError) as exc:
+        raise NotesSourceError(f"{repo.git_dir}: ref {ref!r} does not name a commit") from exc
+
+
+def note_blobs(commit: git.Commit, glob: str, exclude: Sequence[str]) -> Iterator[git.Blob]:
+    """Every blob matching `glob` and no `exclude` pattern (matched on the path or the file name)."""
+    include = glob_regex(glob)
+    excluded = [glob_regex(p) for p in exclude]
+    for item in commit.tree.traverse():
+        if item.type != "blob" or not include.match(item.path):
+            continue
+        if any(p.match(item.path) or p.match(PurePosixPath(item.path).name) for p in excluded):
+            continue
+        yield item
+
+
+def read_notes(commit: git.Commit, glob: str, exclude: list[str]) -> list[SourceNote]:
+    """Every note `note_blobs` finds, with its title and access groups from the front matter."""
+    notes: dict[str, SourceNote] = {}
+    for item in note_blobs(commit, glob, exclude):
+        try:
+            raw = item.data_stream.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise NotesSourceError(f"{item.path} at {commit.hexsha[:12]}: not UTF-8 ({exc})") from exc
+        slug = note_id(item.path)
+        if slug in notes:
+            raise NotesSourceError(
+                f"note id {slug!r} is used by two files: {notes[slug].path} and {item.path}"
+            )
+        try:
+            fields, _ = split_front_matter(raw)
+        except FrontMatterError as exc:
+            raise NotesSourceError(f"{item.path} at commit {commit.hexsha[:12]}: {exc}") from None
+        title = title_of(fields, slug)
+        access = access_groups(fields, f"{item.path} at commit {commit.hexsha[:12]}")
+        notes[slug] = SourceNote(slug, item.path, commit.hexsha, item.hexsha, title, raw, access)
+    if not notes:
+        raise NotesSourceError(f"no file matches {glob!r} at commit {commit.hexsha[:12]}")
+    return sorted(notes.values(), key=lambda n: n.note)
+
+
+def last_changes(repo: git.Repo, commit: str, paths: set[str], since: str | None = None) -> dict[str, str]:
+    """For each of `paths`, the newest commit at or before `commit` that changed it.
+
+    With `since` (an ancestor of `commit`), only commits after it are read, and paths none of them
+    touched are left out: the caller keeps what it knew at `since`. One `git log` pass, stopped as
+    soon as every path is found; history order is git's own (reverse chronological)."""
+    try:
+        if since is not None and since != commit and not repo.is_ancestor(since, commit):
+            since = None
+    except git.GitCommandError:  # `since` is not in this repository
+        since = None
+    if since == commit:
+        return {}
+    rev = f"{since}..{commit}" if since else commit
+    # quotePath off: paths come back as written, not octal-escaped
+    command = ["git", f"--git-dir={repo.git_dir}", "-c", "core.quotePath=false", "log", rev]
+    command += ["--format=%x00%H", "--name-only", "--no-renames"]
+    found: dict[str, str] = {}
+    current = ""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as process:
+        try:
+            for raw in process.stdout:
+                line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
+                if line.startswith("\0"):
+                    current = line[1:]
+                elif line in paths and line not in found:
+                    found[line] = current
+                    if len(found) == len(paths):
+                        break
+        finally:
+            process.kill()
+    return found
