@@ -12,18 +12,14 @@ from rag_pipeline.defs.lineage import code_version, config_digest, materialized,
 from rag_pipeline.defs.resources import AnswerResource, DataStore, RetrievalResource
 from rag_pipeline.lib.answers import (
     BASELINE_STRATEGY,
-    NONE,
-    ORACLE,
-    Unit,
     answer_all,
     answer_summary,
-    context_units,
     make_prompt,
-    oracle_units,
+    prompt_units,
     score_answers,
 )
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.core import content_version, may_read, read_table, write_table
+from rag_pipeline.lib.core import content_version, read_table, write_table
 from rag_pipeline.lib.evaluation import to_markdown
 from rag_pipeline.lib.questions import questions_from_frame, usable
 
@@ -48,18 +44,6 @@ def answered_runs(setting: str, summary: pd.DataFrame, baseline: tuple[str, str]
 def answers_config(answerer: AnswerResource, retrieval: RetrievalResource, strategies: list[Strategy]) -> str:
     """The answerer, the runs it answers and the context budget, and the strategies compared."""
     return config_digest(answerer.version(), retrieval.version(), [s.name for s in strategies])
-
-
-def readable_units(units: dict[str, list[Unit]], items: list, access: dict[str, list[str]]) -> None:
-    """Refuse to prompt with a unit of a note its asker may not read, or of a note that is gone: the
-    retrieval would be older than the notes, and the prompt would hold text it must not."""
-    groups = {str(q.id): q.groups for q in items}
-    for qid, passed in units.items():
-        for unit in passed:
-            if unit.note not in access:
-                raise ValueError(f"question {qid}: retrieved note {unit.note!r} is not among the notes")
-            if not may_read(groups[qid], access[unit.note]):
-                raise ValueError(f"question {qid}: its asker may not read note {unit.note!r}; prompt refused")
 
 
 def answers_asset(
@@ -96,31 +80,15 @@ def answers_asset(
         # with no answerable question there is no best run: only the baselines are answered
         runs = answered_runs(answerer.runs, summary, baseline) if summary["n_questions"].max() > 0 else []
         items, spans = questions_from_frame(usable(questions))
-        texts = dict(zip(cleaned_notes["note"], cleaned_notes["text"]))
-        access = dict(zip(cleaned_notes["note"], cleaned_notes["access"]))
-        settings = retrieval.settings()
-        units = {(BASELINE_STRATEGY, NONE): {str(q.id): [] for q in items}}
-        units[(BASELINE_STRATEGY, ORACLE)] = {
-            # the gold sections the asker may read: none for an unauthorized question
-            str(q.id): [
-                u for u in oracle_units(spans[str(q.id)], cleaned_notes) if may_read(q.groups, access[u.note])
-            ]
-            for q in items
-        }
         by_name = {s.name: s for s in strategies}
+        ranked = {}
         for strategy, retriever in runs:
-            ranked = store.read(lanes.lane_path("retrieval", by_name[strategy]))
-            ranked = ranked[ranked["retriever"] == retriever]
-            gone = sorted(set(ranked["note"]) - set(texts))
-            if gone:
-                raise ValueError(
-                    f"retrieval of {strategy} names notes that are gone ({', '.join(gone)}): "
-                    f"materialize {lanes.lane_key('retrieval', strategy)}"
-                )
-            run = context_units(ranked, texts, settings.context_k, settings.context_chars)
-            units[(strategy, retriever)] = {str(q.id): run.get(str(q.id), []) for q in items}
-        for by_question in units.values():
-            readable_units(by_question, items, access)
+            frame = store.read(lanes.lane_path("retrieval", by_name[strategy]))
+            ranked[(strategy, retriever)] = frame[frame["retriever"] == retriever]
+        settings = retrieval.settings()
+        units = prompt_units(
+            items, spans, cleaned_notes, ranked, settings.context_k, settings.context_chars, BASELINE_STRATEGY
+        )
         llm = answerer.get()
         frames = []
         asked = 0

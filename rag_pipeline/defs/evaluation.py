@@ -1,6 +1,5 @@
 """Evaluation stage: per-question outcomes per strategy, then every configuration side by side."""
 
-import json
 from collections.abc import Mapping
 
 import dagster as dg
@@ -12,8 +11,17 @@ from rag_pipeline.defs.lineage import code_version, config_digest, materialized,
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, publish_directory, table_bytes
-from rag_pipeline.lib.evaluation import REPORT_KS, build_report, headline_md, question_outcomes, summarize
-from rag_pipeline.lib.questions import questions_from_frame, usable
+from rag_pipeline.lib.evaluation import (
+    REPORT_KS,
+    build_report,
+    headline_md,
+    headline_numbers,
+    report_provenance,
+    same_chunks,
+    strategy_outcomes,
+    summarize,
+)
+from rag_pipeline.lib.questions import usable
 from rag_pipeline.lib.sources import CLEANER_VERSION
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
@@ -22,96 +30,12 @@ EVALUATION_VERSION = "evaluation-v4"
 SUMMARY_VERSION = "summary-v3"
 
 
-def strategy_outcomes(questions: pd.DataFrame, retrieval: pd.DataFrame, strategy: str) -> pd.DataFrame:
-    """Per question and retriever configuration of one strategy: ranks, characters passed, provenance."""
-    items, spans = questions_from_frame(questions)
-    frames = []
-    for (retriever, version), run in retrieval.groupby(["retriever", "embedding_version"], sort=False):
-        outcomes = question_outcomes(items, spans, run)
-        outcomes.insert(0, "strategy", strategy)
-        outcomes.insert(1, "retriever", retriever)
-        outcomes.insert(2, "embedding_version", version)
-        first = run.iloc[0]
-        outcomes = outcomes.assign(
-            analyzer=first["analyzer"],
-            n_chunks=int(first["n_chunks"]),
-            questions_sha256=first["questions_sha256"],
-        )
-        frames.append(outcomes)
-    if not frames:
-        raise ValueError(f"retrieval_{strategy.replace('-', '_')} holds no row: no question to evaluate")
-    return pd.concat(frames, ignore_index=True)
-
-
 def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str) -> dict[str, str]:
-    """{strategy: another with exactly the same chunk spans}: reported once, not twice; `keep` (the
-    baseline's strategy) is the one kept."""
-    seen: dict[str, str] = {}
-    duplicates = {}
-    for s in sorted(strategies, key=lambda s: s.name != keep):
-        spans = store.read(lanes.lane_path("chunks", s), columns=["note", "start", "end"])
-        key = content_version(spans.sort_values(["note", "start", "end"]), ["note", "start", "end"])
-        if key in seen:
-            duplicates[s.name] = seen[key]
-        seen.setdefault(key, s.name)
-    return duplicates
-
-
-def headline_numbers(matrix: pd.DataFrame, baseline: tuple[str, str]) -> dict[str, object]:
-    """Numbers the asset page plots across materializations: a regression shows at a glance."""
-    if matrix.empty:
-        return {}
-    rows = {"best": matrix.iloc[0]}
-    base = matrix[(matrix["strategy"] == baseline[0]) & (matrix["retriever"] == baseline[1])]
-    if not base.empty:
-        rows["baseline"] = base.iloc[0]
-    out: dict[str, object] = {"best_configuration": str(matrix.iloc[0]["configuration"])}
-    for who, row in rows.items():
-        for column, name in (
-            ("evid@1", "recall@1"),
-            ("evid@5", "recall@5"),
-            ("r@4k", "recall@4000chars"),
-            ("mrr@10", "mrr@10"),
-        ):
-            out[f"{who} {name}"] = round(float(row[column]), 4)
-    return out
-
-
-def report_provenance(
-    outcomes: pd.DataFrame,
-    questions: pd.DataFrame,
-    repository: str,
-    commit: str,
-    questions_path: str,
-    strategies: list[Strategy],
-) -> dict[str, str]:
-    """What the reports are computed from: the notes commit indexed and the questions file; lanes
-    computed from different question sets are refused rather than mixed into one table."""
-    seen = outcomes.groupby("questions_sha256")["strategy"].unique()
-    if len(seen) > 1:
-        detail = "; ".join(f"{v[:12]}: {', '.join(s)}" for v, s in seen.items())
-        raise ValueError(
-            f"the evaluations were computed from different questions files ({detail}); "
-            "materialize the stale lanes first"
-        )
-    if outcomes["questions_sha256"].iloc[0] != questions["questions_sha256"].iloc[0]:
-        raise ValueError("the evaluations are older than the questions: materialize retrieval and evaluation")
-    return {
-        "repository": repository,
-        "commit": commit,
-        "questions_file": questions_path,
-        "questions_sha256": str(outcomes["questions_sha256"].iloc[0]),
-        "embedding_version": ", ".join(outcomes["embedding_version"].unique()),
-        "code_versions": json.dumps(
-            {
-                "cleaner": CLEANER_VERSION,
-                "chunkers": {s.name: s.version for s in strategies},
-                "analyzer": str(outcomes["analyzer"].iloc[0]),
-                "evaluation": EVALUATION_VERSION,
-                "summary": SUMMARY_VERSION,
-            }
-        ),
+    """{strategy: another with exactly the same chunks}, from the lanes' chunk files."""
+    spans = {
+        s.name: store.read(lanes.lane_path("chunks", s), columns=["note", "start", "end"]) for s in strategies
     }
+    return same_chunks(spans, keep)
 
 
 def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
@@ -195,8 +119,14 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
             [store.read(lanes.lane_path("evaluation", s)) for s in strategies if s.name not in duplicates],
             ignore_index=True,
         )
+        code_versions = {
+            "cleaner": CLEANER_VERSION,
+            "chunkers": {s.name: s.version for s in strategies},
+            "evaluation": EVALUATION_VERSION,
+            "summary": SUMMARY_VERSION,
+        }
         provenance = report_provenance(
-            outcomes, questions, notes_repo.location(), commit, questions_file.path, strategies
+            outcomes, questions, notes_repo.location(), commit, questions_file.path, code_versions
         )
         invalid = dict(zip(questions["question_id"], questions["invalid"])) if "invalid" in questions else {}
         invalid = {q: why for q, why in invalid.items() if isinstance(why, str)}

@@ -20,7 +20,7 @@ from rag_pipeline.lib.answers.scoring import (
     parse_reply,
     score_answers,
 )
-from rag_pipeline.lib.answers.units import NONE, ORACLE, Unit, context_units, oracle_units
+from rag_pipeline.lib.answers.units import NONE, ORACLE, Unit, context_units, oracle_units, prompt_units
 
 __all__ = [
     "ABSTAIN",
@@ -42,6 +42,7 @@ __all__ = [
     "make_prompt",
     "oracle_units",
     "parse_reply",
+    "prompt_units",
     "score_answers",
     "sentences",
     "split_thinking",

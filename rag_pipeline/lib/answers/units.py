@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from rag_pipeline.lib.core import may_read
 from rag_pipeline.lib.evaluation import EvidenceSpan
+from rag_pipeline.lib.questions import Question
 
 NONE, ORACLE = "none", "oracle"  # the two baseline retrievers
 
@@ -58,4 +60,48 @@ def oracle_units(spans: Sequence[EvidenceSpan | None], cleaned_notes: pd.DataFra
         unit = Unit(f"{ORACLE}:{note}:{u_start}-{u_end}", note, u_start, u_end, text[u_start:u_end])
         if unit not in units:
             units.append(unit)
+    return units
+
+
+Run = tuple[str, str]  # (strategy, retriever); the baselines' strategy is BASELINE_STRATEGY
+
+
+def prompt_units(
+    questions: Sequence[Question],
+    spans: dict[str, list[EvidenceSpan | None]],
+    cleaned_notes: pd.DataFrame,
+    ranked: dict[Run, pd.DataFrame],
+    context_k: int,
+    context_chars: int,
+    baseline_strategy: str,
+) -> dict[Run, dict[str, list[Unit]]]:
+    """Per run, per question, the units its prompt passes: nothing (`none`), the gold sections the
+    asker may read (`oracle`, none for an unauthorized question), and each retriever run's leading
+    units. A unit of a note that is gone, or that its asker may not read, is refused: the retrieval
+    would be older than the notes, and the prompt would hold text it must not."""
+    texts = dict(zip(cleaned_notes["note"], cleaned_notes["text"]))
+    access = dict(zip(cleaned_notes["note"], cleaned_notes["access"]))
+    ids = [str(q.id) for q in questions]
+    units: dict[Run, dict[str, list[Unit]]] = {(baseline_strategy, NONE): {q: [] for q in ids}}
+    units[(baseline_strategy, ORACLE)] = {
+        str(q.id): [
+            u for u in oracle_units(spans[str(q.id)], cleaned_notes) if may_read(q.groups, access[u.note])
+        ]
+        for q in questions
+    }
+    for (strategy, retriever), frame in ranked.items():
+        gone = sorted(set(frame["note"]) - set(texts))
+        if gone:
+            raise ValueError(f"retrieval of {strategy} names notes that are gone ({', '.join(gone)})")
+        run = context_units(frame, texts, context_k, context_chars)
+        units[(strategy, retriever)] = {q: run.get(q, []) for q in ids}
+    groups = {str(q.id): q.groups for q in questions}
+    for (strategy, retriever), by_question in units.items():
+        for qid, passed in by_question.items():
+            for unit in passed:
+                if not may_read(groups[qid], access[unit.note]):
+                    raise ValueError(
+                        f"question {qid} ({strategy}/{retriever}): its asker may not read note {unit.note!r}; "
+                        "prompt refused"
+                    )
     return units

@@ -13,6 +13,12 @@ from rag_pipeline.lib.evaluation.metrics import (
 )
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
 from rag_pipeline.lib.evaluation.report import build_report, headline_md, to_markdown
+from rag_pipeline.lib.evaluation.runs import (
+    headline_numbers,
+    report_provenance,
+    same_chunks,
+    strategy_outcomes,
+)
 from rag_pipeline.lib.evaluation.tables import matrix_table, reference_table
 
 __all__ = [
@@ -21,6 +27,7 @@ __all__ = [
     "access_at",
     "build_report",
     "headline_md",
+    "headline_numbers",
     "heatmap",
     "holds",
     "matrix_table",
@@ -33,6 +40,9 @@ __all__ = [
     "recall_grid",
     "reference_table",
     "relevant_column",
+    "report_provenance",
+    "same_chunks",
+    "strategy_outcomes",
     "summarize",
     "to_markdown",
 ]
