@@ -1,14 +1,8 @@
 """The served LanceDB tables: incremental syncs, filtered search, and how well they serve."""
 
 from rag_pipeline.lib.serving.measure import MIN_RECALL, RECALL_K, serving_eval, serving_problems
-from rag_pipeline.lib.serving.tables import (
-    AnnConfig,
-    index_kind,
-    open_table,
-    search,
-    serving_rows,
-    sync_table,
-)
+from rag_pipeline.lib.serving.search import AnnConfig, index_kind, open_table, search
+from rag_pipeline.lib.serving.tables import serving_rows, sync_table
 
 __all__ = [
     "MIN_RECALL",

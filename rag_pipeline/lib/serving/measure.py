@@ -11,7 +11,7 @@ import pandas as pd
 
 from rag_pipeline.lib.core import readable_mask, vector_matrix
 from rag_pipeline.lib.retrieval import top_k
-from rag_pipeline.lib.serving.tables import DEFAULT_ANN, AnnConfig, index_kind, search
+from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, index_kind, search
 
 KS = (1, 5, 10)
 MIN_RECALL = 0.95  # recall_vs_exact at RECALL_K

@@ -1,0 +1,114 @@
+"""Incremental equals from scratch: a seeded random sequence of changes (notes added, edited, deleted,
+renamed, restricted or opened; the questions file edited; settings changed; outputs deleted by hand),
+each followed by the `make run` path, must leave every report Parquet, `answers.parquet` and every
+configured served table exactly as a fresh build of the same state gives them, in one run, and no
+prompt that reaches the chat server may hold text of a note its asker may not read.
+
+CI runs 24 steps of one seed. A longer sequence on demand (a failure prints the seed and the step):
+    RAG_DIFF_SEED=7 RAG_DIFF_STEPS=200 .venv/bin/python -m pytest rag_pipeline_tests/pipeline/test_differential.py
+The chat server is a protocol stand-in on 127.0.0.1 (no LLM installs here): see fakes/llm.py.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from rag_pipeline.lib.serving import open_table
+from rag_pipeline_tests.fakes.llm import FakeLLM
+from rag_pipeline_tests.support.runs import make_run, project_definitions
+from rag_pipeline_tests.support.world import World
+
+# measured, not computed: latencies, and the LanceDB version a table reached by its own history
+MEASURED = {
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p50_s",
+    "latency_p95_s",
+    "latency_s",
+    "table_version",
+}
+SEED = int(os.environ.get("RAG_DIFF_SEED", "19"))
+STEPS = int(os.environ.get("RAG_DIFF_STEPS", "24"))
+
+
+def frame(path: Path) -> tuple[pd.DataFrame, dict]:
+    table = pq.read_table(path)
+    data = table.to_pandas()
+    return data.drop(columns=[c for c in data.columns if c in MEASURED]), dict(table.schema.metadata or {})
+
+
+def served(data: Path, strategy: str) -> pd.DataFrame:
+    rows = (
+        open_table(data / "lancedb", strategy.replace("-", "_")).search().limit(None).to_arrow().to_pandas()
+    )
+    rows["vector"] = rows["vector"].map(list)
+    rows["access"] = rows["access"].map(list)
+    return rows.sort_values("chunk_id").reset_index(drop=True)
+
+
+def assert_same(incremental: Path, scratch: Path, strategies: list[str], where: str) -> None:
+    names = sorted(p.name for p in (scratch / "reports").glob("*.parquet"))
+    assert sorted(p.name for p in (incremental / "reports").glob("*.parquet")) == names, where
+    for path in [*(Path("reports") / n for n in names), Path("answers/answers.parquet")]:
+        got, got_meta = frame(incremental / path)
+        want, want_meta = frame(scratch / path)
+        assert got_meta == want_meta, f"{where}: {path} schema metadata"
+        pd.testing.assert_frame_equal(got, want, obj=f"{where}: {path}")
+    for strategy in strategies:
+        pd.testing.assert_frame_equal(
+            served(incremental, strategy), served(scratch, strategy), obj=f"{where}: table {strategy}"
+        )
+
+
+def leaks(world: World, prompts: list[str]) -> list[str]:
+    """Prompts holding a marker of a note their asker may not read."""
+    found = []
+    for prompt in prompts:
+        asker = next((q for q in world.questions if f"[Q{q['id']}]" in prompt), None)
+        if asker is None or asker["groups"] is None:
+            continue
+        for note in world.notes.values():
+            if note.access and not set(note.access) & set(asker["groups"]) and note.marker() in prompt:
+                found.append(
+                    f"question {asker['id']} ({asker['groups']}) was shown {note.slug} ({note.access})"
+                )
+    return found
+
+
+@pytest.mark.slow
+def test_incremental_runs_equal_fresh_builds(tmp_path):
+    rng = random.Random(SEED)
+    with FakeLLM() as llm:
+        world = World(tmp_path, rng, llm.url)
+        data = tmp_path / "incremental"
+        instance = dg.DagsterInstance.ephemeral()
+        history = ["first build"]
+        for step in range(STEPS + 1):
+            where = f"seed {SEED}, step {step} ({history[-1]}); changes so far: {history}"
+            if step:
+                history.append(world.change(data))
+                where = f"seed {SEED}, step {step} ({history[-1]})"
+            env = world.env | {"RAG_DATA_DIR": str(data)}
+            sent = len(llm.requests)
+            _, result = make_run(project_definitions(env), instance)
+            assert result is None or result.success, where  # None: the change changed nothing
+            assert make_run(project_definitions(env), instance)[1] is None, (
+                f"{where}: still stale after one run"
+            )
+            scratch = tmp_path / "scratch"
+            shutil.rmtree(scratch, ignore_errors=True)
+            _, fresh = make_run(
+                project_definitions(env | {"RAG_DATA_DIR": str(scratch)}), dg.DagsterInstance.ephemeral()
+            )
+            assert fresh.success, where
+            assert_same(data, scratch, env["RAG_STRATEGIES"].split(","), where)
+            prompts = [r["messages"][-1]["content"] for r in llm.requests[sent:]]
+            assert not leaks(world, prompts), f"{where}: {leaks(world, prompts)}"

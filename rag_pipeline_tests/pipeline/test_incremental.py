@@ -1,0 +1,193 @@
+"""Only what changed is recomputed, shown on the bundled two-commit repository."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from rag_pipeline.definitions import build_assets, index_and_evaluate, resources_from_env
+from rag_pipeline.defs.resources import EmbedderResource
+from rag_pipeline.lib.chunking import STRATEGIES
+from rag_pipeline.lib.embedding import Embedder, HashingEmbedder
+from rag_pipeline.lib.sources import build_repository, note_id
+from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
+from rag_pipeline_tests.support.repos import commit_files
+from rag_pipeline_tests.support.runs import done_and_reused, make_run, project_definitions
+
+SENT: list[str] = []
+
+
+class RecordingEmbedder(HashingEmbedder):
+    """The hashing embedder, recording every text it is asked to embed."""
+
+    def _embed(self, texts, kind):
+        SENT.extend(texts)
+        return super()._embed(texts, kind)
+
+
+_RECORDER = RecordingEmbedder()
+
+
+class RecordingEmbedderResource(EmbedderResource):
+    backend: str = "hashing"
+
+    def get(self) -> Embedder:
+        return _RECORDER
+
+
+def build(assets, repo: Path, data: Path, ref: str) -> tuple[dg.ExecuteInProcessResult, list[str]]:
+    env = {
+        "RAG_NOTES_REPO": str(repo),
+        "RAG_NOTES_REF": ref,
+        "RAG_DATA_DIR": str(data),
+        "RAG_QUESTIONS": str(repo.parent / "questions.json"),
+        "RAG_RETRIEVERS": "dense",  # incrementality is the point here, not the retrievers
+    }
+    SENT.clear()
+    res = resources_from_env(env)
+    res["embedder"] = RecordingEmbedderResource(store=res["store"])
+    result = dg.materialize(assets, resources=res, instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    return result, list(SENT)
+
+
+def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.to_user_string() == asset:
+            return {k: v.value for k, v in mat.metadata.items()}
+    raise KeyError(asset)
+
+
+def all_chunks(data: Path) -> pd.DataFrame:
+    return pd.concat(pd.read_parquet(p) for p in sorted((data / "chunks").glob("*.parquet")))
+
+
+@pytest.fixture(scope="module")
+def corpus_repo(tmp_path_factory) -> Path:
+    """The bundled repository, with the bundled questions less those about the notes commit 2 adds
+    or edits (their evidence is not in the first commit: scoring them there would be scoring bad gold)."""
+    path = tmp_path_factory.mktemp("corpus") / "notes"
+    repo = build_repository(BUNDLED_CORPUS, path)
+    touched = {note_id(d.b_path) for d in repo.commit("HEAD~1").diff(repo.head.commit)}
+    at_first = {note_id(p) for p in repo.git.ls_tree("-r", "--name-only", "HEAD~1").split()} - touched
+    items = json.loads(BUNDLED_QUESTIONS.read_text())
+    kept = [q for q in items if q["slug"] is None or q["slug"] in at_first]
+    (path.parent / "questions.json").write_text(json.dumps(kept, ensure_ascii=False))
+    return path
+
+
+def test_moving_the_pin_re_embeds_only_the_edited_and_added_notes(corpus_repo, tmp_path):
+    import git
+
+    repo = git.Repo(corpus_repo)
+    touched = {note_id(d.b_path) for d in repo.commit("HEAD~1").diff(repo.head.commit)}
+    assert len(touched) == 2
+
+    data = tmp_path / "incremental"
+    assets = build_assets(STRATEGIES.values())
+    build(assets, corpus_repo, data, "HEAD~1")
+    before = all_chunks(data)
+
+    result, sent = build(assets, corpus_repo, data, "HEAD")
+    after = all_chunks(data)
+    changed = after[after["note"].isin(touched)]
+    expected = set(changed["text"]) - set(before["text"])
+    assert sent and set(sent) == expected and len(sent) == len(expected)
+
+    # nothing else was removed or re-chunked
+    others_before = before[~before["note"].isin(touched)].sort_values(["strategy", "chunk_id"])
+    others_after = after[~after["note"].isin(touched)].sort_values(["strategy", "chunk_id"])
+    assert others_before["chunk_id"].tolist() == others_after["chunk_id"].tolist()
+    cleaned = metadata(result, "cleaned_notes")
+    assert (cleaned["notes_changed"], cleaned["notes_added"], cleaned["notes_removed"]) == (1, 1, 0)
+    assert cleaned["notes_unchanged"] == cleaned["notes"] - 2
+    emb = metadata(result, "embeddings_section")
+    assert emb["texts_embedded"] + emb["vectors_reused"] == emb["vectors"]
+    assert 0 < emb["texts_embedded"] < emb["vectors_reused"]
+
+    # the metrics equal a from-scratch build at the second commit
+    scratch = tmp_path / "scratch"
+    build(assets, corpus_repo, scratch, "HEAD")
+    for report in ("evaluation_summary.parquet", "question_ranks.parquet"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(data / "reports" / report), pd.read_parquet(scratch / "reports" / report)
+        )
+
+    # a re-run with no change sends nothing to the embedder
+    result, sent = build(assets, corpus_repo, data, "HEAD")
+    assert sent == []
+    assert all(metadata(result, f"embeddings_{s.key}")["texts_embedded"] == 0 for s in STRATEGIES.values())
+
+
+def test_a_deleted_note_loses_its_chunks_and_vectors(notes_repo, tmp_path):
+    data = tmp_path / "out"
+    assets = build_assets(STRATEGIES.values())
+    env = {
+        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
+        "RAG_DATA_DIR": str(data),
+        "RAG_RETRIEVERS": "dense",
+    }
+    questions = tmp_path / "q.json"
+    questions.write_text(
+        '[{"id": 1, "q": "TCP?", "slug": "tcp-handshake", "section": "Why three messages", '
+        '"evidence": "Each side must learn"}]'
+    )
+    env["RAG_QUESTIONS"] = str(questions)
+    res = resources_from_env(env)
+    res["embedder"] = RecordingEmbedderResource(store=res["store"])
+    assert dg.materialize(assets, resources=res, instance=dg.DagsterInstance.ephemeral()).success
+    notes_repo.index.remove(["content/notes/db/deadlock/index.md"], working_tree=True)
+    notes_repo.index.commit("remove deadlock")
+    result = dg.materialize(assets, resources=res, instance=dg.DagsterInstance.ephemeral())
+    assert metadata(result, "cleaned_notes")["notes_removed"] == 1
+    assert "deadlock" not in set(all_chunks(data)["note"])
+    chunks = pd.read_parquet(data / "chunks" / "fixed-200.parquet")
+    vectors = next((data / "embeddings").glob("*/fixed-200.parquet"))
+    assert set(pd.read_parquet(vectors)["chunk_id"]) == set(chunks["chunk_id"])
+    assert metadata(result, "chunks_fixed_200")["chunks_removed"] > 0
+
+
+def test_a_chunker_version_bump_runs_only_its_lane_and_what_reads_every_lane(small_env):
+    instance = dg.DagsterInstance.ephemeral()
+    resources = resources_from_env(small_env)
+
+    def project(strategies):
+        assets = build_assets(strategies, resources)
+        return dg.Definitions(assets=assets, jobs=[index_and_evaluate], resources=resources)
+
+    assert make_run(project(STRATEGIES.values()), instance)[1].success
+    bumped = [
+        replace(s, version=s.version + "-bis") if s.name == "fixed-500" else s for s in STRATEGIES.values()
+    ]
+    found, result = make_run(project(bumped), instance)
+    stale = {k.to_user_string(): why for k, why in found.stale.items()}
+    assert stale.pop("chunks_fixed_500") == "code version fixed-v1:size=500 -> fixed-v1:size=500-bis"
+    assert list(stale) == ["evaluation_summary"]  # its provenance names every chunker's version
+    done, reused = done_and_reused(result)
+    lane = {f"{stage}_fixed_500" for stage in ("chunks", "embeddings", "retrieval", "evaluation", "index")}
+    # the summaries (and the answers, which read every retrieval) follow only if what they read changed
+    assert lane <= done <= lane | {"evaluation_summary", "serving_evaluation", "answers"}
+    assert not (reused & lane) and "chunks_fixed_200" not in done | reused
+
+
+def test_the_make_run_path_executes_only_what_is_stale(notes_repo, small_env):
+    defs = project_definitions(small_env)
+    instance = dg.DagsterInstance.ephemeral()
+    found, cold = make_run(defs, instance)
+    assert cold.success and set(found.stale.values()) == {"never materialized"}
+    # a no-op run executes nothing
+    assert make_run(defs, instance) == (found.__class__(found.observed, {}, []), None)
+    # a commit that touches no note re-runs what says which commit it is from; the lanes are reused
+    commit = commit_files(notes_repo, {"README.md": "not a note\n"}, "touch no note")
+    found, result = make_run(defs, instance)
+    assert {k.to_user_string() for k in found.stale} == {"source_notes"}
+    done, reused = done_and_reused(result)
+    assert done == {"source_notes", "cleaned_notes", "evaluation_summary", "serving_evaluation", "answers"}
+    assert {"chunks_section", "embeddings_section", "retrieval_section", "index_section"} <= reused
+    summary = pd.read_parquet(Path(small_env["RAG_DATA_DIR"]) / "reports" / "evaluation_summary.parquet")
+    assert set(summary["commit"]) == {commit}
+    assert {r.job_name for r in instance.get_runs()} == {"index_and_evaluate"}

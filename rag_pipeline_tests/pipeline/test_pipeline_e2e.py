@@ -1,0 +1,73 @@
+"""The whole asset graph materialized in-process on a small real git repository."""
+
+import dagster as dg
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from rag_pipeline_tests.support.runs import run_all
+
+
+def test_whole_graph_on_small_repo(notes_repo, small_env, tmp_path):
+    data = tmp_path / "out"
+    result = run_all(small_env)
+    assert result.success
+    checks = result.get_asset_check_evaluations()
+    assert checks and all(c.passed for c in checks), [c.check_name for c in checks if not c.passed]
+
+    notes = pq.read_table(data / "notes" / "source_notes.parquet").to_pandas()
+    assert sorted(notes["note"]) == ["columnar-storage", "deadlock", "tcp-handshake"]  # _index.md excluded
+    assert set(notes["commit"]) == {notes_repo.head.commit.hexsha}
+
+    summary = pd.read_parquet(data / "reports" / "evaluation_summary.parquet")
+    runs = {"dense", "bm25", "rrf", "minmax", "dense+ctx", "bm25+ctx", "rrf+ctx", "rrf+ctx+parent"}
+    assert set(summary["retriever"]) == runs  # the defaults, and bm25+ctx as an input of rrf+ctx
+    # notes this short give identical chunks to several strategies: each set of chunks is reported once
+    strategies = set(summary["strategy"])
+    assert "fixed-1000" in strategies and "fixed-2000" not in strategies and "section-split" not in strategies
+    assert len(summary) == len(strategies) * len(runs) * 20
+    assert summary["embedding_version"].str.startswith("hashing:").all()
+    assert (summary["n_questions"] == 4).all() and (summary["n_unanswerable"] == 1).all()
+    # recall can only grow with k, and the 1000-character lane holds whole notes here
+    for _, run in summary.groupby(["strategy", "retriever"]):
+        assert run.sort_values("k")["evidence_recall"].is_monotonic_increasing
+    top20 = summary[
+        (summary["strategy"] == "fixed-1000") & (summary["k"] == 20) & (summary["retriever"] == "dense")
+    ].iloc[0]
+    assert top20["note_recall"] == 1.0 and top20["evidence_recall"] == 1.0
+
+    ranks = pd.read_parquet(data / "reports" / "question_ranks.parquet")
+    assert len(ranks) == len(strategies) * len(runs) * 5
+    assert ranks.loc[~ranks["answerable"], "first_evidence_rank"].isna().all()
+    assert (data / "reports" / "report.md").read_text().startswith("# Retrieval evaluation")
+    assert (data / "reports" / "recall_vs_chars.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_unknown_slug_fails_the_questions_asset(notes_repo, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"id": 7, "q": "?", "slug": "no-such-note", "section": "x", "evidence": "y"}]')
+    env = {
+        "RAG_NOTES_REPO": notes_repo.working_tree_dir,
+        "RAG_QUESTIONS": str(bad),
+        "RAG_DATA_DIR": str(tmp_path / "out"),
+        "RAG_EMBEDDER": "hashing",
+    }
+    with pytest.raises(Exception, match="question 7: unknown note slug 'no-such-note'"):
+        run_all(env, selection=["source_notes", "cleaned_notes", "questions"])
+
+
+def test_the_summary_page_has_numbers_to_plot_and_a_headline_first(small_env, tmp_path):
+    instance = dg.DagsterInstance.ephemeral()
+    assert run_all(small_env | {"RAG_RETRIEVERS": "dense,bm25"}, instance=instance).success
+    event = instance.get_latest_materialization_event(dg.AssetKey("evaluation_summary"))
+    metadata = event.asset_materialization.metadata
+    assert next(iter(metadata)) == "summary" and "**Best:" in metadata["summary"].value
+    assert "`r@Nk`:" in metadata["summary"].value  # the key to the column names
+    for who in ("best", "baseline"):
+        for name in ("recall@1", "recall@5", "recall@4000chars", "mrr@10"):
+            assert isinstance(metadata[f"{who} {name}"], dg.FloatMetadataValue)
+    assert isinstance(metadata["best_configuration"], dg.TextMetadataValue)
+    lane = instance.get_latest_materialization_event(dg.AssetKey("evaluation_section")).asset_materialization
+    assert isinstance(lane.metadata["dense evidence_recall@5"], dg.FloatMetadataValue)
+    for png in ("which_configuration.png", "recall_heatmap.png"):
+        assert (tmp_path / "out" / "reports" / png).read_bytes()[:4] == b"\x89PNG"

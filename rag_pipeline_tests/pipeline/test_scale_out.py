@@ -1,0 +1,104 @@
+"""Beyond one machine: the whole job under the multiprocess executor, its data directory on an
+S3-compatible server (moto) on 127.0.0.1, gives the reports a local in-process run gives."""
+
+import boto3
+import dagster as dg
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from moto.server import ThreadedMotoServer
+
+from rag_pipeline import show_report
+from rag_pipeline.definitions import build_assets, build_definitions, reconstructable_job
+from rag_pipeline.lib.chunking import load_strategies
+from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes
+from rag_pipeline.settings import Settings, SettingsError
+from rag_pipeline_tests.support.runs import run_all
+
+STRATEGIES = "fixed-500,section"  # two lanes: enough to run side by side, few processes to start
+REPORTS = [
+    "evaluation_summary.parquet",
+    "question_ranks.parquet",
+    "serving.parquet",
+    "answer_summary.parquet",
+]
+
+
+@pytest.fixture
+def s3(monkeypatch) -> str:
+    """An empty bucket on a moto server on 127.0.0.1, its settings in the standard AWS_* variables."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    for name, value in {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    boto3.client("s3", endpoint_url=f"http://{host}:{port}").create_bucket(Bucket="rag-test")
+    yield "s3://rag-test/run"
+    server.stop()
+
+
+def test_a_location_on_s3_reads_writes_lists_and_deletes(s3):
+    root = location(s3)
+    write_bytes(b"one", root / "dir" / "segment-1.parquet")
+    write_bytes(b"two", root / "dir" / "other.json")
+    assert [p.name for p in (root / "dir").glob("segment-*.parquet")] == ["segment-1.parquet"]
+    assert (root / "dir" / "other.json").read_text() == "two" and (root / "dir").exists()
+    (root / "dir" / "segment-1.parquet").unlink()
+    assert not (root / "dir" / "segment-1.parquet").exists() and str(root / "x") == f"{s3}/x"
+
+
+def test_the_executor_and_lancedb_settings_come_from_the_environment(monkeypatch):
+    for executor in ("in_process", "multiprocess"):
+        defs = build_definitions(Settings.from_env({"RAG_EXECUTOR": executor}))
+        assert defs.resolve_job_def("index_and_evaluate").executor_def.name == executor
+    with pytest.raises(SettingsError, match="RAG_EXECUTOR='k8s' is not valid"):
+        Settings.from_env({"RAG_EXECUTOR": "k8s"})
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    assert storage_options("/tmp/lancedb") is None
+    assert storage_options(location("s3://bucket/lancedb")) == {
+        "aws_region": "eu-west-1",
+        "aws_access_key_id": "key",
+        "aws_secret_access_key": "secret",
+        "aws_endpoint": "http://127.0.0.1:9000",
+        "allow_http": "true",
+    }
+
+
+def run_multiprocess(env: dict[str, str], monkeypatch) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)  # every step's process builds its resources from the environment
+    monkeypatch.setenv("RAG_EXECUTOR", "multiprocess")
+    with dg.instance_for_test() as instance:
+        result = dg.execute_job(
+            dg.reconstructable(reconstructable_job),
+            instance=instance,
+            run_config={"execution": {"config": {"max_concurrent": 4}}},
+        )
+        assert result.success
+
+
+@pytest.mark.slow  # a process per step: about 90 s here
+def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
+    small_env, tmp_path, s3, monkeypatch, capsys
+):
+    local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
+    assert run_all(local, build_assets(load_strategies(STRATEGIES, None))).success
+    run_multiprocess(local | {"RAG_DATA_DIR": s3}, monkeypatch)
+    reports, expected = location(s3) / "reports", tmp_path / "out" / "reports"
+    assert [f.name for f in reports.files()] == sorted(f.name for f in expected.iterdir())
+    for path in expected.glob("*.parquet"):
+        timing = [c for c in pq.read_schema(path).names if c.startswith("latency_")]  # measured, not computed
+        pd.testing.assert_frame_equal(
+            read_frame(reports / path.name).drop(columns=timing), pd.read_parquet(path).drop(columns=timing)
+        )
+    assert (reports / "report.md").read_text() == (expected / "report.md").read_text()
+    assert show_report.main() == 0 and "Every configuration" in capsys.readouterr().out  # reads S3 too
+    assert (location(s3) / "lancedb" / "fixed_500.lance").exists()

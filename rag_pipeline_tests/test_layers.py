@@ -1,0 +1,109 @@
+"""The import structure: no circle between modules, and no import from a lower layer to a higher one.
+
+Layers, lowest first: the lib packages in stage order (core ... serving), then `settings`, then
+`defs`, then `definitions`, then the command-line modules. `lib` imports no Dagster."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "rag_pipeline"
+LIB = [
+    "core",
+    "sources",
+    "questions",
+    "chunking",
+    "embedding",
+    "retrieval",
+    "evaluation",
+    "answers",
+    "serving",
+]
+TOP = ["settings", "defs", "definitions"]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[1] == "lib":
+        return LIB.index(parts[2])
+    if len(parts) >= 2 and parts[1] in TOP:
+        return len(LIB) + TOP.index(parts[1])
+    return len(LIB) + len(TOP)  # the command-line modules: run, show_report, gold, ...
+
+
+def imports(path: Path, top_level_only: bool) -> set[str]:
+    """The project modules `path` imports (at module level only, if asked)."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rag_pipeline"):
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.add(full if full in MODULES else node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("rag_pipeline")}
+    return found
+
+
+def test_no_module_imports_a_higher_layer():
+    wrong = [
+        f"{module} imports {target}"
+        for module, path in MODULES.items()
+        for target in imports(path, top_level_only=False)
+        if layer(target) > layer(module)
+    ]
+    assert not wrong
+
+
+def test_lib_imports_no_dagster():
+    users = [
+        m
+        for m, p in MODULES.items()
+        if m.startswith("rag_pipeline.lib")
+        and any(
+            isinstance(n, (ast.Import, ast.ImportFrom))
+            and any(a.name.startswith("dagster") for a in n.names)
+            | str(getattr(n, "module", "")).startswith("dagster")
+            for n in ast.walk(ast.parse(p.read_text()))
+        )
+    ]
+    assert not users
+
+
+def test_there_is_no_import_circle():
+    graph = {
+        m: {t for t in imports(p, top_level_only=True) if t in MODULES and t != m} for m, p in MODULES.items()
+    }
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            pytest.fail(" -> ".join([*path[path.index(module) :], module]))
+        if module in done:
+            return
+        for target in graph[module]:
+            visit(target, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+
+
+def test_no_module_is_over_300_lines():
+    tests = Path(__file__).resolve().parent
+    long = [
+        str(p)
+        for p in [*PACKAGE.rglob("*.py"), *tests.rglob("*.py")]
+        if len(p.read_text().splitlines()) > 300
+    ]
+    assert not long
