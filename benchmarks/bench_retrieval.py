@@ -25,6 +25,7 @@ from rag_pipeline.lib.retrieval import (
     BM25,
     DEFAULT_RETRIEVERS,
     ChunkIndex,
+    Queries,
     RetrievalSettings,
     TokenStore,
     make_analyzer,
@@ -99,7 +100,7 @@ def bench_retrieval(root: Path, notes: int, strategy: str, in_memory: bool) -> N
             frame, vectors, analyzer, ctx_vectors=ctx, token_store=TokenStore(root / "tokens", analyzer)
         )
         return retrieve_incremental(
-            index, list(DEFAULT_RETRIEVERS), [str(i) for i in range(len(questions))], query, questions,
+            index, list(DEFAULT_RETRIEVERS), Queries([str(i) for i in range(len(questions))], query, questions),
             RetrievalSettings(), cache_dir=root / "candidates", version="bench",
         )  # fmt: skip
 

@@ -59,9 +59,9 @@ def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object]
     return [
         sources.notes_head,
         sources.questions_file,
-        sources.source_notes_asset(resources["notes_repo"].version()),
+        sources.source_notes_asset(resources),
         sources.cleaned_notes,
-        sources.questions_asset(resources["questions_file"].version()),
+        sources.questions_asset(resources),
         *lanes,
         evaluation.summary_asset(strategies, resources),
         serving.evaluation_asset(strategies, resources),

@@ -7,8 +7,9 @@ import pandas as pd
 import pyarrow as pa
 
 from rag_pipeline.defs import lanes
+from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.io import forward_logs
-from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
+from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import AnswerResource, DataStore, RetrievalResource
 from rag_pipeline.lib.answers import (
     BASELINE_STRATEGY,
@@ -41,20 +42,18 @@ def answered_runs(setting: str, summary: pd.DataFrame, baseline: tuple[str, str]
     return list(dict.fromkeys([baseline, best]))
 
 
-def answers_config(answerer: AnswerResource, retrieval: RetrievalResource, strategies: list[Strategy]) -> str:
-    """The answerer, the runs it answers and the context budget, and the strategies compared."""
-    return config_digest(answerer.version(), retrieval.version(), [s.name for s in strategies])
-
-
 def answers_asset(
     strategies: list[Strategy], baseline: tuple[str, str], resources: Mapping[str, object]
 ) -> dg.AssetsDefinition:
-    @dg.asset(
-        group_name="answers",
-        code_version=code_version(
-            "answers-v3", answers_config(resources["answerer"], resources["retrieval"], strategies)
-        ),
-        kinds={"parquet"},
+    names = [s.name for s in strategies]
+
+    @stage_asset(
+        "answers",
+        group="answers",
+        version="answers-v3",
+        # the answerer, the runs it answers and the context budget, and the strategies compared
+        config=lambda answerer, retrieval: config_digest(answerer.version(), retrieval.version(), names),
+        resources=resources,
         deps=[
             "cleaned_notes",
             "questions",
@@ -70,9 +69,6 @@ def answers_asset(
         retrieval: RetrievalResource,
         answerer: AnswerResource,
     ) -> dg.MaterializeResult:
-        config = answers_config(answerer, retrieval, strategies)
-        if (kept := reuse(context, config)) is not None:
-            return kept
         questions = store.read(lanes.QUESTIONS)
         cleaned_notes = store.read(lanes.CLEANED_NOTES)
         summary_path = store.path(lanes.report_path("evaluation_summary.parquet"))
@@ -127,7 +123,6 @@ def answers_asset(
                 "answers": dg.MetadataValue.md(answers_md(frame)),
                 "answer_summary": dg.MetadataValue.md(to_markdown(table.drop(columns=["llm_version"]))),
             },
-            config=config,
             files=[path, summary_file],
         )
 

@@ -4,7 +4,8 @@ import dagster as dg
 import pandas as pd
 
 from rag_pipeline.defs import lanes
-from rag_pipeline.defs.lineage import materialized, reuse
+from rag_pipeline.defs.assets import stage_asset
+from rag_pipeline.defs.lineage import materialized
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems
 from rag_pipeline.lib.core import content_version, rebuild_by_note
@@ -13,28 +14,24 @@ from rag_pipeline.lib.core import content_version, rebuild_by_note
 def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
     name = lanes.lane_key("chunks", strategy)
     relative = lanes.lane_path("chunks", strategy)
+    covers = "." if strategy.overlapping else " and do not overlap."
 
-    @dg.asset(
-        name=name,
-        group_name="chunks",
-        code_version=strategy.version,
-        kinds={"parquet"},
+    @stage_asset(
+        name,
+        group="chunks",
+        version=strategy.version,
         deps=["cleaned_notes"],
-        metadata={"strategy": strategy.name},
-        check_specs=[
-            dg.AssetCheckSpec(
+        strategy=strategy,
+        checks=[
+            (
                 "chunks_reproduce_notes",
-                asset=name,
-                blocking=True,
-                description="Each chunk's text is its span of the cleaned note; the spans leave no text out"
-                + ("." if strategy.overlapping else " and do not overlap."),
+                f"Each chunk's text is its span of the cleaned note; the spans leave no text out{covers}",
+                True,
             )
         ],
         description=f"Chunks of every note by the `{strategy.name}` strategy ({strategy.version}).",
     )
     def _chunks(context: dg.AssetExecutionContext, store: DataStore):
-        if (kept := reuse(context)) is not None:
-            return kept
         cleaned = store.read(lanes.CLEANED_NOTES)
         previous = store.previous(relative)
         rows, changes = rebuild_by_note(

@@ -3,50 +3,43 @@
 from collections.abc import Mapping
 
 import dagster as dg
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from rag_pipeline.defs import lanes
+from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.io import forward_logs
-from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
+from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import (
     content_version,
-    parquet_file,
-    read_table,
     vector_column,
-    vector_matrix,
     write_table,
 )
 from rag_pipeline.lib.embedding import progress_reporter, vector_problems
 from rag_pipeline.lib.retrieval import contextual_text
 
 
-def embeddings_config(embedder: EmbedderResource, retrieval: RetrievalResource) -> str:
-    """The embedder, and whether `+ctx` retrievers need the contextual vectors too."""
-    return config_digest(embedder.version(), retrieval.needs_contextual_vectors())
-
-
 def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.AssetsDefinition:
     name = lanes.lane_key("embeddings", strategy)
 
-    @dg.asset(
-        name=name,
-        group_name="embeddings",
-        code_version=code_version(
-            "embeddings-v2", embeddings_config(resources["embedder"], resources["retrieval"])
+    @stage_asset(
+        name,
+        group="embeddings",
+        version="embeddings-v2",
+        # the embedder, and whether `+ctx` retrievers need the contextual vectors too
+        config=lambda embedder, retrieval: config_digest(
+            embedder.version(), retrieval.needs_contextual_vectors()
         ),
-        kinds={"parquet"},
+        resources=resources,
         deps=[lanes.lane_key("chunks", strategy)],
-        metadata={"strategy": strategy.name},
-        check_specs=[
-            dg.AssetCheckSpec(
+        strategy=strategy,
+        checks=[
+            (
                 "vectors_valid",
-                asset=name,
-                blocking=True,
-                description="One vector per chunk, of the declared dimension, finite and of unit norm.",
+                "One vector per chunk, of the declared dimension, finite and of unit norm.",
+                True,
             )
         ],
         description=f"Passage vectors of the `{strategy.name}` chunks, under `embeddings/<embedding_version>/`.",
@@ -57,9 +50,6 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
         retrieval: RetrievalResource,
         store: DataStore,
     ) -> dg.MaterializeResult:
-        config = embeddings_config(embedder, retrieval)
-        if (kept := reuse(context, config)) is not None:
-            return kept
         chunks = store.read(lanes.lane_path("chunks", strategy), columns=["chunk_id", "text", "heading_path"])
         model = embedder.get()
         texts, labels = chunks["text"].tolist(), [f"chunk {c}" for c in chunks["chunk_id"]]
@@ -110,38 +100,8 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
                 "texts_embedded": embedded,
                 "vectors_reused": len(texts) - embedded,
             },
-            config=config,
             files=[path],
             checks=[check],
         )
 
     return _embeddings
-
-
-def read_vectors(
-    store: DataStore,
-    embedding_version: str,
-    dim: int,
-    strategy: Strategy,
-    chunk_ids: list[str],
-    contextual: bool,
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """The strategy's passage vectors (and contextual ones, when asked and built) in the order of
-    `chunk_ids`, from its embeddings file; an error naming the asset to materialize when the file is
-    missing or holds other chunks."""
-    path = store.path(lanes.embeddings_path(embedding_version, strategy))
-    asset = lanes.lane_key("embeddings", strategy)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path}: no embeddings of {strategy.name!r} for embedding_version {embedding_version!r}; "
-            f"materialize {asset} first"
-        )
-    columns = ["chunk_id", "vector"] + (["vector_ctx"] if contextual else [])
-    names = set(parquet_file(path).schema_arrow.names)
-    table = read_table(path, columns=[c for c in columns if c in names])
-    if table.column("chunk_id").to_pylist() != chunk_ids:
-        raise ValueError(
-            f"{path} holds other chunks than {lanes.lane_key('chunks', strategy)}: materialize {asset}"
-        )
-    ctx = vector_matrix(table.column("vector_ctx"), dim) if "vector_ctx" in table.column_names else None
-    return vector_matrix(table.column("vector"), dim), ctx

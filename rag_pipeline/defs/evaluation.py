@@ -7,7 +7,8 @@ import pandas as pd
 import pyarrow as pa
 
 from rag_pipeline.defs import lanes
-from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
+from rag_pipeline.defs.assets import stage_asset
+from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, publish_directory, table_bytes
@@ -41,19 +42,16 @@ def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str
 def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
     relative = lanes.lane_path("evaluation", strategy)
 
-    @dg.asset(
-        name=lanes.lane_key("evaluation", strategy),
-        group_name="evaluation",
-        code_version=EVALUATION_VERSION,
-        kinds={"parquet"},
+    @stage_asset(
+        lanes.lane_key("evaluation", strategy),
+        group="evaluation",
+        version=EVALUATION_VERSION,
         deps=[lanes.lane_key("retrieval", strategy), "questions"],
-        metadata={"strategy": strategy.name},
+        strategy=strategy,
         description=f"Per-question note and evidence ranks and characters passed for `{strategy.name}`, "
         "per retriever configuration.",
     )
     def _evaluation(context: dg.AssetExecutionContext, store: DataStore) -> dg.MaterializeResult:
-        if (kept := reuse(context)) is not None:
-            return kept
         questions = usable(store.read(lanes.QUESTIONS))
         frame = strategy_outcomes(
             questions, store.read(lanes.lane_path("retrieval", strategy)), strategy.name
@@ -77,22 +75,20 @@ def baseline_for(strategies: list[Strategy]) -> tuple[str, str]:
     return BASELINE if BASELINE[0] in names else (names[0], BASELINE[1])
 
 
-def summary_config(retrieval: RetrievalResource, strategies: list[Strategy]) -> str:
-    """The retrieval settings the report names (candidate_k, the context budget), the strategies
-    compared and the baseline."""
-    return config_digest(
-        retrieval.version(), [(s.name, s.version) for s in strategies], baseline_for(strategies)
-    )
-
-
 def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -> dg.AssetsDefinition:
     baseline = baseline_for(strategies)
 
-    @dg.asset(
-        name="evaluation_summary",
-        group_name="evaluation",
-        code_version=code_version(SUMMARY_VERSION, summary_config(resources["retrieval"], strategies)),
-        kinds={"parquet", "markdown"},
+    @stage_asset(
+        "evaluation_summary",
+        group="evaluation",
+        version=SUMMARY_VERSION,
+        # the retrieval settings the report names (candidate_k, the context budget), the strategies
+        # compared and the baseline
+        config=lambda retrieval: config_digest(
+            retrieval.version(), [(s.name, s.version) for s in strategies], baseline
+        ),
+        resources=resources,
+        kinds=("parquet", "markdown"),
         deps=[
             "source_notes",
             "questions",
@@ -109,9 +105,6 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         notes_repo: NotesRepository,
         questions_file: QuestionsFile,
     ):
-        config = summary_config(retrieval, strategies)
-        if (kept := reuse(context, config)) is not None:
-            return kept
         questions = store.read(lanes.QUESTIONS)
         commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
         duplicates = identical_strategies(store, strategies, baseline[0])
@@ -162,7 +155,6 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
                 "commit": provenance["commit"],
                 "n_invalid": len(invalid),
             },
-            config=config,
             files=[reports / name for name in files],
         )
 

@@ -1,9 +1,12 @@
-"""Asset keys and file paths: every lane's and report's name is made here and nowhere else."""
+"""Asset keys and file paths: every lane's and report's name is made here and nowhere else, and the
+one check that a lane's embeddings exist and match its chunks."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.core import version_key
+from rag_pipeline.lib.core import parquet_file, read_table, vector_matrix, version_key
 
 STAGES = ("chunks", "embeddings", "retrieval", "evaluation", "index")
 
@@ -46,3 +49,32 @@ def embeddings_path(embedding_version: str, strategy: Strategy) -> str:
 
 def report_path(name: str) -> str:
     return f"{REPORTS}/{name}"
+
+
+def read_vectors(
+    store,
+    embedding_version: str,
+    dim: int,
+    strategy: Strategy,
+    chunk_ids: list[str],
+    contextual: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The strategy's passage vectors (and contextual ones, when asked and built) in the order of
+    `chunk_ids`, from its embeddings file; an error naming the asset to materialize when the file is
+    missing or holds other chunks."""
+    path = store.path(embeddings_path(embedding_version, strategy))
+    asset = lane_key("embeddings", strategy)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path}: no embeddings of {strategy.name!r} for embedding_version {embedding_version!r}; "
+            f"materialize {asset} first"
+        )
+    columns = ["chunk_id", "vector"] + (["vector_ctx"] if contextual else [])
+    names = set(parquet_file(path).schema_arrow.names)
+    table = read_table(path, columns=[c for c in columns if c in names])
+    if table.column("chunk_id").to_pylist() != chunk_ids:
+        raise ValueError(
+            f"{path} holds other chunks than {lane_key('chunks', strategy)}: materialize {asset}"
+        )
+    ctx = vector_matrix(table.column("vector_ctx"), dim) if "vector_ctx" in table.column_names else None
+    return vector_matrix(table.column("vector"), dim), ctx

@@ -11,9 +11,11 @@ that lies downstream of it, in one run, so no asset runs while one of its ancest
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
@@ -209,18 +211,46 @@ def materialized(
     data_version: str,
     metadata: Mapping[str, object],
     *,
-    config: str | None = None,
     files: Sequence[object] = (),
     tables: Sequence[tuple[object, str, int]] = (),
     checks: Sequence[dg.AssetCheckResult] = (),
-    external: Mapping[str, object] | None = None,
 ) -> dg.MaterializeResult:
-    """An asset's result with what `reuse` and `stale_reason` need recorded beside its metadata."""
-    extra: dict[str, object] = {OUTPUTS: outputs(*files, tables=tables), **checks_metadata(checks)}
-    if config is not None:
-        extra[CONFIG] = config
+    """An asset's result with what `reuse` and `stale_reason` need recorded beside its metadata
+    (`memoized` adds the settings and external values)."""
+    extra = {OUTPUTS: outputs(*files, tables=tables), **checks_metadata(checks)}
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(data_version),
-        metadata={**metadata, **(external or {}), **extra},
-        check_results=list(checks),
+        data_version=dg.DataVersion(data_version), metadata={**metadata, **extra}, check_results=list(checks)
     )
+
+
+def given(fn: Callable[..., object] | None, resources: Mapping[str, object]) -> object:
+    """`fn` called with the resources it names, or None without `fn`."""
+    if fn is None:
+        return None
+    return fn(**{name: resources[name] for name in inspect.signature(fn).parameters})
+
+
+def memoized(
+    config: Callable[..., str] | None = None, external: Callable[..., Mapping[str, object]] | None = None
+) -> Callable:
+    """Wrap an asset body: when its asset is fresh it returns the last output (`reuse`) without
+    running, else its result is stamped with the settings digest (`config`) and the values read
+    outside Dagster (`external`) it ran under. Both take, by name, resources the body takes."""
+
+    def wrap(body: Callable[..., dg.MaterializeResult]) -> Callable[..., dg.MaterializeResult]:
+        @functools.wraps(body)
+        def step(context: dg.AssetExecutionContext, **resources: object) -> dg.MaterializeResult:
+            settings, read = given(config, resources), given(external, resources)
+            if (kept := reuse(context, settings, read)) is not None:
+                return kept
+            result = body(context, **resources)
+            stamp = dict(read or {}) | ({CONFIG: settings} if settings is not None else {})
+            return dg.MaterializeResult(
+                data_version=result.data_version,
+                metadata={**(result.metadata or {}), **stamp},
+                check_results=result.check_results,
+            )
+
+        return step
+
+    return wrap

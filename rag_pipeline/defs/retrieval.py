@@ -5,9 +5,9 @@ from collections.abc import Mapping
 import dagster as dg
 
 from rag_pipeline.defs import lanes
-from rag_pipeline.defs.embeddings import read_vectors
+from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.io import forward_logs
-from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
+from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, leaked_rows, readable_units
@@ -16,6 +16,7 @@ from rag_pipeline.lib.evaluation import relevant_column
 from rag_pipeline.lib.questions import asker_groups, questions_from_frame, usable
 from rag_pipeline.lib.retrieval import (
     ChunkIndex,
+    Queries,
     TokenStore,
     lexical_miss_share,
     make_analyzer,
@@ -23,38 +24,26 @@ from rag_pipeline.lib.retrieval import (
 )
 
 
-def retrieval_config(embedder: EmbedderResource, retrieval: RetrievalResource) -> str:
-    """The query embedder and every retrieval setting (retrievers, analyzer, reranker, depths)."""
-    return config_digest(embedder.version(), retrieval.version())
-
-
 def retrieval_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.AssetsDefinition:
     name = lanes.lane_key("retrieval", strategy)
     relative = lanes.lane_path("retrieval", strategy)
+    lexical = (
+        "BM25 finds at least one chunk sharing a token for all but a small share of the questions "
+        "(a tokenizer that cannot split the text finds nothing)."
+    )
+    leak = "No question is given a unit of a note its asker may not read, at any rank."
 
-    @dg.asset(
-        name=name,
-        group_name="retrieval",
-        code_version=code_version(
-            "retrieval-v5", retrieval_config(resources["embedder"], resources["retrieval"])
-        ),
-        kinds={"numpy", "parquet"},
+    @stage_asset(
+        name,
+        group="retrieval",
+        version="retrieval-v5",
+        # the query embedder and every retrieval setting (retrievers, analyzer, reranker, depths)
+        config=lambda embedder, retrieval: config_digest(embedder.version(), retrieval.version()),
+        resources=resources,
+        kinds=("numpy", "parquet"),
         deps=[lanes.lane_key("chunks", strategy), lanes.lane_key("embeddings", strategy), "questions"],
-        metadata={"strategy": strategy.name},
-        check_specs=[
-            dg.AssetCheckSpec(
-                "lexical_matches",
-                asset=name,
-                description="BM25 finds at least one chunk sharing a token for all but a small share of "
-                "the questions (a tokenizer that cannot split the text finds nothing).",
-            ),
-            dg.AssetCheckSpec(
-                "no_access_leak",
-                asset=name,
-                blocking=True,
-                description="No question is given a unit of a note its asker may not read, at any rank.",
-            ),
-        ],
+        strategy=strategy,
+        checks=[("lexical_matches", lexical, False), ("no_access_leak", leak, True)],
         description=f"Ranked chunks of `{strategy.name}` for every question and retriever configuration.",
     )
     def _retrieval(
@@ -63,16 +52,13 @@ def retrieval_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.A
         retrieval: RetrievalResource,
         store: DataStore,
     ):
-        config = retrieval_config(embedder, retrieval)
-        if (kept := reuse(context, config)) is not None:
-            return kept
         chunks = store.read(lanes.lane_path("chunks", strategy))
         questions = usable(store.read(lanes.QUESTIONS))
         model = embedder.get()
         askers = {
             qid: asker_groups(row) for qid, row in zip(questions["question_id"], questions.itertuples())
         }
-        vectors, ctx_vectors = read_vectors(
+        vectors, ctx_vectors = lanes.read_vectors(
             store, model.embedding_version, model.dim, strategy, chunks["chunk_id"].tolist(), contextual=True
         )
         analyzer = make_analyzer(retrieval.analyzer)
@@ -88,17 +74,15 @@ def retrieval_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.A
             query_vectors, embedded = embedder.embed_questions(
                 questions, progress_reporter(context.log.info, f"{name} questions")
             )
+        ids = questions["question_id"].tolist()
         frame = retrieve_incremental(
             index,
             retrieval.retrievers,
-            questions["question_id"].tolist(),
-            query_vectors,
-            query_texts,
+            Queries(ids, query_vectors, query_texts, [askers[q] for q in ids]),
             retrieval.settings(),
             retrieval.reranker(),
             cache_dir=store.path("candidates", strategy.name),
             version=model.embedding_version,
-            groups=[askers[q] for q in questions["question_id"]],
         )
         _, spans = questions_from_frame(questions)
         frame["n_relevant"] = relevant_column(frame, spans, chunks)
@@ -137,7 +121,6 @@ def retrieval_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.A
                 "queries_embedded": embedded,
                 "lexical_miss_share": miss,
             },
-            config=config,
             files=[path],
             checks=checks,
         )

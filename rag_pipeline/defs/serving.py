@@ -8,8 +8,8 @@ import pandas as pd
 import pyarrow as pa
 
 from rag_pipeline.defs import lanes
-from rag_pipeline.defs.embeddings import read_vectors
-from rag_pipeline.defs.lineage import code_version, config_digest, materialized, reuse
+from rag_pipeline.defs.assets import stage_asset
+from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import (
     DataStore,
     EmbedderResource,
@@ -79,24 +79,20 @@ def verdict(frame: pd.DataFrame) -> dg.AssetCheckResult:
     )
 
 
-def serving_config(embedder: EmbedderResource, serving: ServingResource) -> str:
-    return config_digest(embedder.version(), serving.version())
-
-
 def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.AssetsDefinition:
     table_name = lanes.table_name(strategy)
 
-    @dg.asset(
-        name=lanes.lane_key("index", strategy),
+    @stage_asset(
+        lanes.lane_key("index", strategy),
+        group="serving",
+        version=SERVING_VERSION,
+        config=lambda embedder, serving: config_digest(embedder.version(), serving.version()),
+        resources=resources,
+        kinds=("lancedb",),
+        deps=[lanes.lane_key("chunks", strategy), lanes.lane_key("embeddings", strategy)],
+        strategy=strategy,
         description=f"The `{strategy.name}` chunks and their vectors as the LanceDB table `{table_name}` "
         f"under `{lanes.DB_DIR}/`, synced in one commit: only changed rows are written.",
-        group_name="serving",
-        deps=[lanes.lane_key("chunks", strategy), lanes.lane_key("embeddings", strategy)],
-        code_version=code_version(
-            SERVING_VERSION, serving_config(resources["embedder"], resources["serving"])
-        ),
-        kinds={"lancedb"},
-        metadata={"strategy": strategy.name},
     )
     def _index(
         context: dg.AssetExecutionContext,
@@ -104,13 +100,12 @@ def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.Asset
         serving: ServingResource,
         store: DataStore,
     ) -> dg.MaterializeResult:
-        config = serving_config(embedder, serving)
-        if (kept := reuse(context, config)) is not None:
-            return kept
         chunks = store.read(lanes.lane_path("chunks", strategy))
         model = embedder.get()
         ids = chunks["chunk_id"].tolist()
-        vectors, _ = read_vectors(store, model.embedding_version, model.dim, strategy, ids, contextual=False)
+        vectors, _ = lanes.read_vectors(
+            store, model.embedding_version, model.dim, strategy, ids, contextual=False
+        )
         frame = chunks.assign(embedding_version=model.embedding_version)
         db_dir = store.path(lanes.DB_DIR)
         synced = sync_table(db_dir, table_name, serving_rows(frame, vectors), ann=serving.ann())
@@ -122,37 +117,25 @@ def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.Asset
                 "index_params": dg.MetadataValue.json(synced["index_params"]),
                 "path": dg.MetadataValue.path(str(db_dir / f"{table_name}.lance")),
             },
-            config=config,
             tables=[(db_dir, table_name, synced["version"])],
         )
 
     return _index
 
 
-def evaluation_config(
-    embedder: EmbedderResource, serving: ServingResource, strategies: list[Strategy]
-) -> str:
-    return config_digest(serving_config(embedder, serving), [s.name for s in strategies])
-
-
 def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]) -> dg.AssetsDefinition:
-    @dg.asset(
-        name="serving_evaluation",
-        group_name="serving",
-        code_version=code_version(
-            SERVING_VERSION, evaluation_config(resources["embedder"], resources["serving"], strategies)
-        ),
-        kinds={"parquet", "markdown"},
+    check = f"Every served table: recall_vs_exact@{RECALL_K} >= {MIN_RECALL} and no under-filled answer."
+    names = [s.name for s in strategies]
+
+    @stage_asset(
+        "serving_evaluation",
+        group="serving",
+        version=SERVING_VERSION,
+        config=lambda embedder, serving: config_digest(embedder.version(), serving.version(), names),
+        resources=resources,
+        kinds=("parquet", "markdown"),
         deps=["source_notes", "questions", *(lanes.lane_key("index", s) for s in strategies)],
-        check_specs=[
-            dg.AssetCheckSpec(
-                "recall_and_fill",
-                asset="serving_evaluation",
-                blocking=True,
-                description=f"Every served table: recall_vs_exact@{RECALL_K} >= {MIN_RECALL} and no "
-                "under-filled answer.",
-            )
-        ],
+        checks=[("recall_and_fill", check, True)],
         description=f"Every served table searched with the questions: recall against exact search, "
         f"under-filled answers and latency per index type and k, in `reports/{lanes.SERVING_REPORT}`.",
     )
@@ -164,9 +147,6 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
         notes_repo: NotesRepository,
         questions_file: QuestionsFile,
     ) -> dg.MaterializeResult:
-        config = evaluation_config(embedder, serving, strategies)
-        if (kept := reuse(context, config)) is not None:
-            return kept
         questions = store.read(lanes.QUESTIONS)
         commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
         frames = [measure(s, questions, store, embedder, serving) for s in strategies]
@@ -196,7 +176,6 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
                 "path": dg.MetadataValue.path(str(path)),
                 "commit": commit,
             },
-            config=config,
             files=[path],
             checks=[verdict(frame)],
         )

@@ -1,11 +1,14 @@
 """Source stage: the repository head and the questions file as observed, notes read from the pinned
 commit, cleaned text, the located questions."""
 
+from collections.abc import Mapping
+
 import dagster as dg
 import pandas as pd
 
 from rag_pipeline.defs import lanes
-from rag_pipeline.defs.lineage import code_version, materialized, reuse
+from rag_pipeline.defs.assets import stage_asset
+from rag_pipeline.defs.lineage import materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.core import UNAUTHORIZED, content_version, rebuild_by_note
 from rag_pipeline.lib.questions import (
@@ -59,51 +62,43 @@ def note_commits(
     return {p: found.get(p) or known.get(p) or commit for p in paths}
 
 
-def source_notes_asset(config: str) -> dg.AssetsDefinition:
-    """`config`: the notes repository's `version()` the definitions were built with."""
-
-    @dg.asset(
-        name="source_notes",
-        group_name="sources",
-        code_version=code_version("source-v3", config),
-        kinds={"git", "parquet"},
+def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
+    @stage_asset(
+        "source_notes",
+        group="sources",
+        version="source-v3",
+        config=lambda notes_repo: notes_repo.version(),
+        external=lambda notes_repo: {"commit": notes_repo.head()},
+        resources=resources,
+        kinds=("git", "parquet"),
         deps=[notes_head],
         description="One row per note at the pinned commit: note (slug), path, commit, blob sha "
         "(source_version), the last commit that changed it (note_commit), title, raw text, access.",
     )
     def _source_notes(context: dg.AssetExecutionContext, notes_repo: NotesRepository, store: DataStore):
-        return read_source_notes(context, notes_repo, store)
+        commit = notes_repo.head()
+        previous = store.previous(lanes.SOURCE_NOTES)
+        notes = notes_repo.read(commit)
+        frame = pd.DataFrame([n.__dict__ | {"access": list(n.access)} for n in notes])
+        changed = note_commits(notes_repo, commit, frame["path"].tolist(), previous)
+        frame["note_commit"] = frame["path"].map(changed)
+        since = previous["commit"].iloc[0] if previous is not None and len(previous) else None
+        context.log.info(f"read {len(frame)} notes at {commit} (previous build: {since or 'none'})")
+        path = store.write(frame, lanes.SOURCE_NOTES)
+        return materialized(
+            # the commit is part of it: the reports say which commit they were computed at
+            content_version(frame, ["note", "path", "source_version", "note_commit", "commit"]),
+            {
+                "previous_commit": since or "",
+                "repository": notes_repo.location(),
+                "ref": notes_repo.ref,
+                "notes": len(frame),
+                "raw_chars": int(frame["raw"].str.len().sum()),
+            },
+            files=[path],
+        )
 
     return _source_notes
-
-
-def read_source_notes(context: dg.AssetExecutionContext, notes_repo: NotesRepository, store: DataStore):
-    commit = notes_repo.head()
-    config = notes_repo.version()
-    if (kept := reuse(context, config, external={"commit": commit})) is not None:
-        return kept
-    previous = store.previous(lanes.SOURCE_NOTES)
-    notes = notes_repo.read(commit)
-    frame = pd.DataFrame([n.__dict__ | {"access": list(n.access)} for n in notes])
-    changed = note_commits(notes_repo, commit, frame["path"].tolist(), previous)
-    frame["note_commit"] = frame["path"].map(changed)
-    since = previous["commit"].iloc[0] if previous is not None and len(previous) else None
-    context.log.info(f"read {len(frame)} notes at {commit} (previous build: {since or 'none'})")
-    path = store.write(frame, lanes.SOURCE_NOTES)
-    return materialized(
-        # the commit is part of it: the reports say which commit they were computed at
-        content_version(frame, ["note", "path", "source_version", "note_commit", "commit"]),
-        {
-            "previous_commit": since or "",
-            "repository": notes_repo.location(),
-            "ref": notes_repo.ref,
-            "notes": len(frame),
-            "raw_chars": int(frame["raw"].str.len().sum()),
-        },
-        config=config,
-        files=[path],
-        external={"commit": commit},
-    )
 
 
 def _cleaned(note: dict) -> list[dict]:
@@ -119,17 +114,15 @@ def _cleaned(note: dict) -> list[dict]:
     ]
 
 
-@dg.asset(
-    group_name="sources",
-    code_version=CLEANER_VERSION,
-    kinds={"parquet"},
+@stage_asset(
+    "cleaned_notes",
+    group="sources",
+    version=CLEANER_VERSION,
     deps=["source_notes"],
     description="Plain text per note (code, markup and front matter removed) with every heading's span; "
     "a note whose blob sha and cleaner version are unchanged is taken from the previous build.",
 )
 def cleaned_notes(context: dg.AssetExecutionContext, store: DataStore):
-    if (kept := reuse(context)) is not None:
-        return kept
     source = store.read(lanes.SOURCE_NOTES)
     previous = store.previous(lanes.CLEANED_NOTES)
     rows, changes = rebuild_by_note(
@@ -160,73 +153,64 @@ def cleaned_notes(context: dg.AssetExecutionContext, store: DataStore):
     )
 
 
-def questions_asset(config: str) -> dg.AssetsDefinition:
-    """`config`: the questions file's `version()` the definitions were built with."""
+def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
+    check = (
+        "Every evidence string occurs exactly once in its note's cleaned text "
+        "(with RAG_INVALID_QUESTIONS=skip, a warning listing the questions left out)."
+    )
 
-    @dg.asset(
-        name="questions",
-        group_name="sources",
-        code_version=code_version("questions-v3", config),
-        kinds={"json", "parquet"},
+    @stage_asset(
+        "questions",
+        group="sources",
+        version="questions-v3",
+        checks=[("evidence_found_once", check, True)],
+        config=lambda questions_file: questions_file.version(),
+        external=lambda questions_file: {"questions_sha256": questions_file.sha256()},
+        resources=resources,
+        kinds=("json", "parquet"),
         deps=[cleaned_notes, questions_file],
-        check_specs=[
-            dg.AssetCheckSpec(
-                "evidence_found_once",
-                asset="questions",
-                blocking=True,
-                description="Every evidence string occurs exactly once in its note's cleaned text "
-                "(with RAG_INVALID_QUESTIONS=skip, a warning listing the questions left out).",
-            )
-        ],
         description="The gold questions with each evidence located in the cleaned text of its note. Bad "
         "gold labels fail the run before anything is scored, naming every question; with `invalid: skip` "
         "those questions are kept apart (column `invalid`) and counted as `n_invalid`.",
     )
     def _questions(context: dg.AssetExecutionContext, questions_file: QuestionsFile, store: DataStore):
-        return locate_questions(context, questions_file, store)
+        digest = questions_file.sha256()
+        items = questions_file.load()
+        cleaned = store.read(lanes.CLEANED_NOTES, columns=["note", "text", "access"])
+        texts = dict(zip(cleaned["note"], cleaned["text"]))
+        check_notes_exist(items, set(texts), questions_file.path)
+        items = with_access(items, dict(zip(cleaned["note"], cleaned["access"])), questions_file.path)
+        problems = evidence_problems(items, texts)
+        if problems and questions_file.invalid != "skip":
+            raise QuestionsError(invalid_gold_message(questions_file.path, problems))
+        frame = questions_frame(items, texts, problems)
+        frame["questions_sha256"] = digest
+        if problems:
+            context.log.warning(invalid_gold_message(questions_file.path, problems))
+        path = store.write(frame, lanes.QUESTIONS)
+        check = dg.AssetCheckResult(
+            check_name="evidence_found_once",
+            passed=not problems,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "left_out": dg.MetadataValue.md(
+                    "\n".join(f"- {q}: {p}" for q, p in problems.items()) or "none"
+                )
+            },
+        )
+        return materialized(
+            content_version(frame, list(frame.columns)),
+            {
+                "questions": len(frame),
+                "answerable": int(frame["answerable"].sum()),
+                "unanswerable": int((~frame["answerable"] & (frame["category"] != UNAUTHORIZED)).sum()),
+                "unauthorized": int((frame["category"] == UNAUTHORIZED).sum()),
+                "invalid": len(problems),
+                "categories": dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
+                "file": questions_file.path,
+            },
+            files=[path],
+            checks=[check],
+        )
 
     return _questions
-
-
-def locate_questions(context: dg.AssetExecutionContext, questions_file: QuestionsFile, store: DataStore):
-    digest = questions_file.sha256()
-    config = questions_file.version()
-    if (kept := reuse(context, config, external={"questions_sha256": digest})) is not None:
-        return kept
-    items = questions_file.load()
-    cleaned = store.read(lanes.CLEANED_NOTES, columns=["note", "text", "access"])
-    texts = dict(zip(cleaned["note"], cleaned["text"]))
-    check_notes_exist(items, set(texts), questions_file.path)
-    items = with_access(items, dict(zip(cleaned["note"], cleaned["access"])), questions_file.path)
-    problems = evidence_problems(items, texts)
-    if problems and questions_file.invalid != "skip":
-        raise QuestionsError(invalid_gold_message(questions_file.path, problems))
-    frame = questions_frame(items, texts, problems)
-    frame["questions_sha256"] = digest
-    if problems:
-        context.log.warning(invalid_gold_message(questions_file.path, problems))
-    path = store.write(frame, lanes.QUESTIONS)
-    check = dg.AssetCheckResult(
-        check_name="evidence_found_once",
-        passed=not problems,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata={
-            "left_out": dg.MetadataValue.md("\n".join(f"- {q}: {p}" for q, p in problems.items()) or "none")
-        },
-    )
-    return materialized(
-        content_version(frame, list(frame.columns)),
-        {
-            "questions": len(frame),
-            "answerable": int(frame["answerable"].sum()),
-            "unanswerable": int((~frame["answerable"] & (frame["category"] != UNAUTHORIZED)).sum()),
-            "unauthorized": int((frame["category"] == UNAUTHORIZED).sum()),
-            "invalid": len(problems),
-            "categories": dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
-            "file": questions_file.path,
-        },
-        config=config,
-        files=[path],
-        checks=[check],
-        external={"questions_sha256": digest},
-    )

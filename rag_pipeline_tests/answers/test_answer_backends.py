@@ -11,6 +11,7 @@ from rag_pipeline.lib.answers import (
     LLMError,
     OllamaLLM,
     OpenAILLM,
+    Sampling,
     Unit,
     answer_all,
     make_llm,
@@ -48,7 +49,9 @@ def test_cache_second_run_asks_nothing_and_a_changed_chunk_asks_again(server, tm
     _, asked = answer_all(llm, changed, tmp_path)
     assert asked == 1 and len(server.requests) == 6
     # another model, temperature or prompt version is another llm_version: nothing is shared
-    _, asked = answer_all(OpenAILLM(server.url, MODEL, temperature=0.7, **FAST), prompts(1), tmp_path)
+    _, asked = answer_all(
+        OpenAILLM(server.url, MODEL, sampling=Sampling(temperature=0.7), **FAST), prompts(1), tmp_path
+    )
     assert asked == 1
 
 
@@ -64,7 +67,9 @@ def test_a_failure_keeps_what_was_answered(server, tmp_path: Path):
 
 def test_requests_carry_the_settings_and_the_key_stays_out_of_every_output(server, tmp_path, monkeypatch):
     monkeypatch.setenv("MY_LLM_KEY", "sk-secret-123")
-    llm = make_llm("openai", url=server.url, model=MODEL, api_key_env="MY_LLM_KEY", seed=7, **FAST)
+    llm = make_llm(
+        "openai", url=server.url, model=MODEL, api_key_env="MY_LLM_KEY", sampling=Sampling(seed=7), **FAST
+    )
     answer_all(llm, prompts(1), tmp_path)
     body = server.requests[0]
     assert body["temperature"] == 0.0 and body["seed"] == 7 and body["stream"] is False
@@ -72,7 +77,7 @@ def test_requests_carry_the_settings_and_the_key_stays_out_of_every_output(serve
     assert "secret" not in llm.llm_version and "secret" not in repr(vars(llm))
     stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert b"secret" not in stored
-    ollama = OllamaLLM(server.url, MODEL, seed=3, **FAST)
+    ollama = OllamaLLM(server.url, MODEL, sampling=Sampling(seed=3), **FAST)
     ollama.answer(prompts(1)[0])
     body = server.requests[-1]
     assert body["options"] == {"temperature": 0.0, "seed": 3, "num_ctx": 8192} and body["stream"] is False

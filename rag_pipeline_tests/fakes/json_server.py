@@ -4,6 +4,7 @@
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -25,6 +26,35 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+FAULTS = {
+    "500": "model runner crashed",
+    "503": "model runner crashed",
+    "429": "server busy",
+    "400": "invalid request",
+}
+
+
+class ModelHandler(JsonHandler):
+    """A model server's handler: one model, injected faults."""
+
+    def unknown_model(self, body: dict, model: str) -> bool:
+        """Reply 404 unless `body` names `model`; True when it replied."""
+        if body.get("model") == model:
+            return False
+        self.reply(404, {"error": f"model '{body.get('model')}' not found"})
+        return True
+
+    def fault(self, fault: str, slow_seconds: float) -> bool:
+        """Act out an injected fault: `slow` waits first; a status (500, 503, 429, 400) is replied,
+        and then True."""
+        if fault == "slow":
+            time.sleep(slow_seconds)
+        if fault not in FAULTS:
+            return False
+        self.reply(int(fault), {"error": FAULTS[fault]})
+        return True
 
 
 class LocalServer:

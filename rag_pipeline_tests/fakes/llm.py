@@ -5,10 +5,9 @@ answer comes from `answer(prompt)`; faults can be injected per chat request (slo
 every chat request is recorded, so a test can count what reached "the model".
 """
 
-import time
 from collections.abc import Callable
 
-from rag_pipeline_tests.fakes.json_server import JsonHandler, LocalServer
+from rag_pipeline_tests.fakes.json_server import LocalServer, ModelHandler
 
 MODEL = "qwen3:4b"
 DIGEST = "sha256:fedcba987654"
@@ -26,24 +25,19 @@ class FakeLLM(LocalServer):
         self.headers: list[dict[str, str]] = []
         outer = self
 
-        class Handler(JsonHandler):
+        class Handler(ModelHandler):
             def do_POST(self):
                 body = self.read_json()
-                if body.get("model") != MODEL:
-                    return self.reply(404, {"error": f"model '{body.get('model')}' not found"})
+                if self.unknown_model(body, MODEL):
+                    return None
                 if self.path == "/api/show":
                     return self.reply(200, {"digest": DIGEST, "template": "{{ .Prompt }}", "model_info": {}})
                 if self.path not in ("/api/chat", "/v1/chat/completions"):
                     return self.reply(404, {"error": "no such endpoint"})
                 outer.requests.append(body)
                 outer.headers.append(dict(self.headers))
-                fault = outer.faults.pop(0) if outer.faults else ""
-                if fault == "slow":
-                    time.sleep(outer.slow_seconds)
-                if fault in ("500", "503"):
-                    return self.reply(int(fault), {"error": "model runner crashed"})
-                if fault == "400":
-                    return self.reply(400, {"error": "invalid request"})
+                if self.fault(outer.faults.pop(0) if outer.faults else "", outer.slow_seconds):
+                    return None
                 prompt = body["messages"][-1]["content"]
                 content = outer.answer(prompt)
                 if self.path == "/api/chat":

@@ -6,9 +6,8 @@ over-long input, unknown model.
 """
 
 import hashlib
-import time
 
-from rag_pipeline_tests.fakes.json_server import JsonHandler, LocalServer
+from rag_pipeline_tests.fakes.json_server import LocalServer, ModelHandler
 
 DIM = 8
 MODEL = "bge-m3"
@@ -32,12 +31,12 @@ class FakeOllama(LocalServer):
         self.max_chars = 200  # inputs longer than this are "over the context length"
         outer = self
 
-        class Handler(JsonHandler):
+        class Handler(ModelHandler):
             def do_POST(self):
                 body = self.read_json()
                 outer.calls += 1
-                if body.get("model") != MODEL:
-                    return self.reply(404, {"error": f"model '{body.get('model')}' not found"})
+                if self.unknown_model(body, MODEL):
+                    return None
                 if self.path == "/api/show":
                     return self.reply(200, {"digest": DIGEST, "model_info": {"bert.embedding_length": DIM}})
                 if self.path != "/api/embed":
@@ -45,16 +44,10 @@ class FakeOllama(LocalServer):
                 outer.requests.append(body)
                 fault = outer.faults.pop(0) if outer.faults else ""
                 texts = body["input"]
-                if fault == "slow":
-                    time.sleep(outer.slow_seconds)
-                if fault in ("500", "503"):
-                    return self.reply(int(fault), {"error": "model runner crashed"})
-                if fault == "429":
-                    return self.reply(429, {"error": "server busy"})
                 if fault == "429-retry-after":
                     return self.reply(429, {"error": "server busy"}, {"Retry-After": "1"})
-                if fault == "400":
-                    return self.reply(400, {"error": "invalid request"})
+                if self.fault(fault, outer.slow_seconds):
+                    return None
                 if any(len(t) > outer.max_chars for t in texts):
                     return self.reply(400, {"error": "the input length exceeds the context length"})
                 vectors = [vector(t) for t in texts]

@@ -18,6 +18,7 @@ from rag_pipeline.lib.retrieval import (
     RANKERS,
     ChunkIndex,
     HttpReranker,
+    Queries,
     RetrievalSettings,
     make_analyzer,
     retrieve,
@@ -68,8 +69,9 @@ def test_no_retriever_passes_a_note_the_asker_may_not_read(tmp_path, incremental
         query = np.zeros((2, 6), np.float32)
         query[:, 0] = 1
         texts = [f"{SECRET} 列指向", SECRET]  # the outsider's query also shares a word with a readable chunk
-        args = (index, [*ALL, "rrf+rerank"], ["asker", "hr-member"], query, texts, settings)
-        options = {"reranker": HttpReranker(server.url), "groups": [("ops",), ("hr",)]}
+        queries = Queries(["asker", "hr-member"], query, texts, [("ops",), ("hr",)])
+        args = (index, [*ALL, "rrf+rerank"], queries, settings)
+        options = {"reranker": HttpReranker(server.url)}
         if incremental:
             frame = retrieve_incremental(*args, cache_dir=tmp_path, version="v1", **options)
         else:
@@ -206,7 +208,7 @@ def test_parent_retrieval_that_returned_every_readable_unit_is_not_underfilled()
     index = ChunkIndex(chunks, vectors, make_analyzer("char"), ctx_vectors=vectors)
     settings = RetrievalSettings(candidate_k=50, depth=50, rerank_k=5, context_k=5)
     query = embedder.embed(["本文 3 の内容"], "query")
-    frame = retrieve(index, ["dense+parent"], ["q"], query, ["本文 3 の内容"], settings, groups=[("ops",)])
+    frame = retrieve(index, ["dense+parent"], Queries(["q"], query, ["本文 3 の内容"], [("ops",)]), settings)
     frame = frame[frame["retriever"] == "dense+parent"]
     assert len(chunks) < settings.depth  # every readable chunk was ranked: nothing more to pass
     assert chunks["parent_id"].nunique() > len(frame)  # nested parents: more ids than units passable

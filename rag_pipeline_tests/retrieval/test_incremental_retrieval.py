@@ -8,6 +8,7 @@ from rag_pipeline.lib.retrieval import (
     RANKERS,
     Analyzer,
     ChunkIndex,
+    Queries,
     RetrievalSettings,
     TokenStore,
     char_ngrams,
@@ -111,10 +112,15 @@ def test_incremental_retrieval_equals_a_fresh_build_across_edits(tmp_path, monke
         scored.clear()
         reads.clear()
         got = retrieve_incremental(
-            index, EVERY, ids, vectors, questions, SETTINGS, cache_dir=tmp_path / "cache", version="v1"
+            index,
+            EVERY,
+            Queries(ids, vectors, questions),
+            SETTINGS,
+            cache_dir=tmp_path / "cache",
+            version="v1",
         )
         fresh = index_of(notes, chunker, shuffle=len(tokenized))  # row order must not matter
-        expected = retrieve(fresh, EVERY, ids, vectors, questions, SETTINGS)
+        expected = retrieve(fresh, EVERY, Queries(ids, vectors, questions), SETTINGS)
         pd.testing.assert_frame_equal(got, expected, check_exact=True, obj=what)
         assert lexical_miss_share(index, questions) == lexical_miss_share(fresh, questions) > 0
         assert set(got["retriever"]) == set(EVERY)
@@ -164,7 +170,7 @@ def test_ties_go_to_the_lower_chunk_id_whatever_the_row_order():
     query = EMBEDDER.embed(["索引の設定"], "query")
     for retriever in ("dense", "bm25"):
         runs = [
-            retrieve(i, [retriever], ["q"], query, ["索引の設定"], SETTINGS)[["chunk_id", "score"]]
+            retrieve(i, [retriever], Queries(["q"], query, ["索引の設定"]), SETTINGS)[["chunk_id", "score"]]
             for i in (index, shuffled)
         ]
         pd.testing.assert_frame_equal(*runs)
@@ -176,7 +182,8 @@ def test_ties_go_to_the_lower_chunk_id_whatever_the_row_order():
 def test_other_inputs_or_a_lost_cache_mean_a_full_recompute(tmp_path, change):
     index = index_of({f"n{i}": note(i, WORDS[i]) for i in range(3)}, strategy(40))
     vectors = EMBEDDER.embed(QUESTIONS, "query")
-    args = (index, ["dense", "bm25+ctx"], list(map(str, range(len(QUESTIONS)))), vectors, QUESTIONS, SETTINGS)
+    queries = Queries(list(map(str, range(len(QUESTIONS)))), vectors, QUESTIONS)
+    args = (index, ["dense", "bm25+ctx"], queries, SETTINGS)
     retrieve_incremental(*args, cache_dir=tmp_path, version="v1")
     # lists kept for other vectors must not be merged with: fake a run with others' scores
     kept = incremental_retrieval.load_candidates(tmp_path / "dense.parquet", stamp := stamp_of("v1"))
@@ -217,7 +224,7 @@ def test_a_kept_list_is_trusted_only_down_to_its_last_survivor(tmp_path):
         )
         vectors = np.array([[cosine[i], np.sqrt(1 - cosine[i] ** 2)] for i in ids], np.float32)
         index = ChunkIndex(chunks, vectors, make_analyzer("char"))
-        args = (index, ["dense"], ["q"], np.array([[1, 0]], np.float32), ["q"], settings)
+        args = (index, ["dense"], Queries(["q"], np.array([[1, 0]], np.float32), ["q"]), settings)
         got = retrieve_incremental(*args, cache_dir=tmp_path, version="v1")
         pd.testing.assert_frame_equal(got, retrieve(*args))
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from rag_pipeline.definitions import assets, resources_from_env
-from rag_pipeline.lib.retrieval import HttpReranker, RerankError, RetrievalSettings, retrieve
+from rag_pipeline.lib.retrieval import HttpReranker, Queries, RerankError, RetrievalSettings, retrieve
 from rag_pipeline_tests.fakes.reranker import FakeReranker
 from rag_pipeline_tests.support.indexes import small_index
 
@@ -30,9 +30,7 @@ def test_rerank_reorders_the_top_candidates_only():
         frame = retrieve(
             index,
             ["dense+rerank"],
-            ["q1"],
-            np.array([[1, 0, 0]], np.float32),  # dense puts chunk a first
-            ["SQLSTATE 40P01"],
+            Queries(["q1"], np.array([[1, 0, 0]], np.float32), ["SQLSTATE 40P01"]),  # dense puts a first
             RetrievalSettings(rerank_k=2, context_k=1),
             HttpReranker(server.url),
         )

@@ -6,6 +6,7 @@ import pytest
 
 from rag_pipeline.definitions import assets, resources_from_env
 from rag_pipeline.lib.retrieval import (
+    Queries,
     RetrievalSettings,
     merge_parents,
     parse_retriever,
@@ -35,9 +36,7 @@ def test_retrieve_runs_each_configuration_and_the_fusion_inputs():
     frame = retrieve(
         small_index(),
         ["rrf+parent", "dense"],
-        ["q1"],
-        np.array([[0, 1, 0]], np.float32),
-        ["40P01 とは"],
+        Queries(["q1"], np.array([[0, 1, 0]], np.float32), ["40P01 とは"]),
         RetrievalSettings(),
     )
     assert set(frame["retriever"]) == {"rrf+parent", "dense", "bm25"}

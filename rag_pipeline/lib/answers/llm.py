@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -66,24 +67,27 @@ class LLM(ABC):
         """The reply to one prompt (its latency is measured by the caller)."""
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How a chat model samples: greedy and seeded by default, so a re-run gives the same answer."""
+
+    temperature: float = 0.0
+    seed: int = 0
+    max_tokens: int | None = None
+
+    def version(self) -> str:
+        return f"t={self.temperature}|seed={self.seed}|max_tokens={self.max_tokens}|{PROMPT_VERSION}"
+
+
 class ChatLLM(LLM):
     """A chat server over the pooled JSON client (lib/http.py): retries with backoff on timeouts,
     connection errors, 408, 429 and 5xx. Temperature 0 and a fixed seed by default."""
 
     def __init__(
-        self,
-        url: str,
-        model: str,
-        *,
-        temperature: float = 0.0,
-        seed: int = 0,
-        max_tokens: int | None = None,
-        concurrency: int = 1,
-        **client: Any,
+        self, url: str, model: str, *, sampling: Sampling = Sampling(), concurrency: int = 1, **client: Any
     ):
         """`client`: JsonClient's timeout, max_retries, backoff and headers."""
-        self.url, self.model = url.rstrip("/"), model
-        self.temperature, self.seed, self.max_tokens = temperature, seed, max_tokens
+        self.url, self.model, self.sampling = url.rstrip("/"), model, sampling
         self.concurrency = max(1, concurrency)
         self.http = JsonClient(url, f"{self.backend} model {model!r}", connections=self.concurrency, **client)
 
@@ -97,9 +101,6 @@ class ChatLLM(LLM):
                 f"{self.backend} {self.url}{path}: model {self.model!r} answered {str(answer)[:100]!r}"
             )
         return answer
-
-    def sampling(self) -> str:
-        return f"t={self.temperature}|seed={self.seed}|max_tokens={self.max_tokens}|{PROMPT_VERSION}"
 
     def malformed(self, path: str, answer: dict) -> LLMError:
         return LLMError(
@@ -137,18 +138,16 @@ class OllamaLLM(ChatLLM):
 
     @property
     def llm_version(self) -> str:
-        return (
-            f"ollama:{self.model}@{self.digest}|think={self.think}|num_ctx={self.num_ctx}|{self.sampling()}"
-        )
+        return f"ollama:{self.model}@{self.digest}|think={self.think}|num_ctx={self.num_ctx}|{self.sampling.version()}"
 
     def answer(self, prompt: Prompt) -> Reply:
         options: dict[str, Any] = {
-            "temperature": self.temperature,
-            "seed": self.seed,
+            "temperature": self.sampling.temperature,
+            "seed": self.sampling.seed,
             "num_ctx": self.num_ctx,
         }
-        if self.max_tokens is not None:
-            options["num_predict"] = self.max_tokens
+        if self.sampling.max_tokens is not None:
+            options["num_predict"] = self.sampling.max_tokens
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "user", "content": prompt.text}],
@@ -190,18 +189,18 @@ class OpenAILLM(ChatLLM):
 
     @property
     def llm_version(self) -> str:
-        return f"openai:{self.model}@{self.revision or 'unversioned'}|{self.sampling()}"
+        return f"openai:{self.model}@{self.revision or 'unversioned'}|{self.sampling.version()}"
 
     def answer(self, prompt: Prompt) -> Reply:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "user", "content": prompt.text}],
-            "temperature": self.temperature,
-            "seed": self.seed,
+            "temperature": self.sampling.temperature,
+            "seed": self.sampling.seed,
             "stream": False,
         }
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
+        if self.sampling.max_tokens is not None:
+            body["max_tokens"] = self.sampling.max_tokens
         path = "/v1/chat/completions"
         answer = self.post(path, body)
         choices = answer.get("choices")

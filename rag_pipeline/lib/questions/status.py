@@ -18,7 +18,6 @@ order invalid > stale > carried > ok. An unanswerable question (no evidence) is 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,9 +26,9 @@ import pyarrow as pa
 
 from rag_pipeline.lib.questions.labels import Question
 from rag_pipeline.lib.questions.similarity import most_similar_span
+from rag_pipeline.lib.sources import HEADING
 
 STATUSES = ("ok", "carried", "stale", "invalid")  # best to worst
-_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -170,7 +169,7 @@ DRIFT_COLUMNS = DRIFT_SCHEMA.names
 
 def section_at(text: str, offset: int) -> str | None:
     """The heading of the section `offset` lies in (None before the first heading)."""
-    heads = [m.group(1).strip() for m in _HEADING.finditer(text, 0, offset)]
+    heads = [m.group(2).strip() for m in HEADING.finditer(text, 0, offset)]
     return heads[-1] if heads else None
 
 

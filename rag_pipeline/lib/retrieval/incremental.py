@@ -28,6 +28,7 @@ from rag_pipeline.lib.retrieval.rerank import HttpReranker
 from rag_pipeline.lib.retrieval.retrievers import (
     ChunkIndex,
     Hits,
+    Queries,
     RetrievalSettings,
     access_masks,
     assemble,
@@ -41,22 +42,20 @@ from rag_pipeline.lib.retrieval.retrievers import (
 def retrieve_incremental(
     index: ChunkIndex,
     retrievers: list[str],
-    question_ids: list[str],
-    query_vectors: np.ndarray,
-    query_texts: list[str],
+    queries: Queries,
     settings: RetrievalSettings,
     reranker: HttpReranker | None = None,
     *,
     cache_dir: Path,
     version: str,
-    groups: list[tuple[str, ...] | None] | None = None,
 ) -> pd.DataFrame:
     """What `retrieve` returns, reusing what the last run kept under `cache_dir` (dense candidate
     lists, BM25's lengths and question-term columns; one directory per strategy). `version` names
-    what the query and chunk vectors depend on (the embedding_version); `groups` are the askers'."""
+    what the query and chunk vectors depend on (the embedding_version)."""
+    query_vectors, query_texts = queries.vectors, queries.texts
     specs, bases = plan(retrievers)
-    masks = access_masks(index, groups)
-    askers = [None] * len(query_texts) if groups is None else groups
+    masks = access_masks(index, queries.groups)
+    askers = [None] * len(query_texts) if queries.groups is None else queries.groups
     depth = max(settings.depth, settings.candidate_k)
     tokens = (
         [index.analyzer.tokens(q) for q in query_texts] if any(b.startswith("bm25") for b in bases) else []
@@ -73,7 +72,7 @@ def retrieve_incremental(
             path = as_path(cache_dir) / f"{name}.terms.parquet"
             index.use_bm25(contextual, question_bm25(index, contextual, tokens, path))
             base[name] = base_hits(index, name, query_vectors, tokens, depth, masks)
-    return assemble(index, specs, base, question_ids, query_texts, settings, reranker)
+    return assemble(index, specs, base, queries.ids, query_texts, settings, reranker)
 
 
 @dataclass

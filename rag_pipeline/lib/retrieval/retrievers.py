@@ -178,26 +178,34 @@ def plan(retrievers: list[str]) -> tuple[list[RetrieverSpec], list[str]]:
     return specs, list(dict.fromkeys(i for s in specs for i in s.inputs))
 
 
+@dataclass(frozen=True)
+class Queries:
+    """The questions asked of an index: ids, query vectors and texts, and each asker's groups
+    (`groups` None: every asker may read every chunk)."""
+
+    ids: list[str]
+    vectors: np.ndarray
+    texts: list[str]
+    groups: list[tuple[str, ...] | None] | None = None
+
+
 def retrieve(
     index: ChunkIndex,
     retrievers: list[str],
-    question_ids: list[str],
-    query_vectors: np.ndarray,
-    query_texts: list[str],
+    queries: Queries,
     settings: RetrievalSettings,
     reranker: HttpReranker | None = None,
-    groups: list[tuple[str, ...] | None] | None = None,
 ) -> pd.DataFrame:
     """Ranked rows (question_id, retriever, rank, score, chunk_id, note, start, end, n_chars, access)
     of every configuration named and of every fusion input; each question sees only the chunks its
-    asker's `groups` may read (None: every chunk)."""
+    asker may read."""
     specs, bases = plan(retrievers)
     lexical = any(b.startswith("bm25") for b in bases)
-    tokens = [index.analyzer.tokens(q) for q in query_texts] if lexical else []
+    tokens = [index.analyzer.tokens(q) for q in queries.texts] if lexical else []
     depth = max(settings.depth, settings.candidate_k)
-    masks = access_masks(index, groups)
-    base = {name: base_hits(index, name, query_vectors, tokens, depth, masks) for name in bases}
-    return assemble(index, specs, base, question_ids, query_texts, settings, reranker)
+    masks = access_masks(index, queries.groups)
+    base = {name: base_hits(index, name, queries.vectors, tokens, depth, masks) for name in bases}
+    return assemble(index, specs, base, queries.ids, queries.texts, settings, reranker)
 
 
 def assemble(

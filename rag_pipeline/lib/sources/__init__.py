@@ -3,6 +3,7 @@
 from rag_pipeline.lib.sources.bundled_repo import build_repository, ensure_repository
 from rag_pipeline.lib.sources.cleaning import (
     CLEANER_VERSION,
+    HEADING,
     Section,
     clean_markdown,
     clean_note,
@@ -24,6 +25,7 @@ from rag_pipeline.lib.sources.notes import (
 
 __all__ = [
     "CLEANER_VERSION",
+    "HEADING",
     "FrontMatterError",
     "NotesSourceError",
     "Section",

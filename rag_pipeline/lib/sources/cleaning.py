@@ -19,7 +19,7 @@ _SHORTCODE = re.compile(r"\{\{[<%].*?[%>]\}\}", re.S)
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _HTML_TAG = re.compile(r"<[^>\n]+>")
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)  # groups: the marks, the title
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def clean_markdown(markdown: str) -> str:
 
 def sections_of(text: str, title: str) -> list[Section]:
     """Every heading's span (to the next heading of any level), with its path from the title."""
-    heads = [(len(m.group(1)), m.group(2).strip(), m.start()) for m in _HEADING.finditer(text)]
+    heads = [(len(m.group(1)), m.group(2).strip(), m.start()) for m in HEADING.finditer(text)]
     starts = [(0, title, 0), *heads] if not heads or heads[0][2] > 0 else heads
     sections: list[Section] = []
     trail: list[tuple[int, str]] = []

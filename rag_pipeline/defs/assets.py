@@ -1,0 +1,40 @@
+"""How every asset of the project is declared: one decorator with its conventions. The settings an
+output depends on are one function of the resources (`config`), read twice: from the resources the
+definitions are built with, into the code version (the UI shows a settings change as a new code
+version), and from the run's resources, so a step under other settings is not reused."""
+
+from collections.abc import Callable, Iterable, Mapping
+
+import dagster as dg
+
+from rag_pipeline.defs.lineage import code_version, given, memoized
+from rag_pipeline.lib.chunking import Strategy
+
+
+def stage_asset(
+    name: str,
+    *,
+    group: str,
+    version: str,
+    deps: Iterable[object],
+    description: str,
+    resources: Mapping[str, object] | None = None,
+    config: Callable[..., str] | None = None,
+    external: Callable[..., Mapping[str, object]] | None = None,
+    kinds: Iterable[str] = ("parquet",),
+    strategy: Strategy | None = None,
+    checks: Iterable[tuple[str, str, bool]] = (),
+) -> Callable:
+    """`@dg.asset` around `memoized(config, external)`; `checks` are (name, description, blocking)."""
+    specs = [dg.AssetCheckSpec(c, asset=name, description=text, blocking=b) for c, text, b in checks]
+    declare = dg.asset(
+        name=name,
+        group_name=group,
+        code_version=code_version(version, given(config, resources or {})),
+        kinds=set(kinds),
+        deps=list(deps),
+        metadata={"strategy": strategy.name} if strategy else None,
+        check_specs=specs or None,
+        description=description,
+    )
+    return lambda body: declare(memoized(config, external)(body))
