@@ -16,7 +16,6 @@ def write(tmp_path: Path, toml: str, name: str = "strategies.toml") -> str:
     return str(path)
 
 
-
 # each: a strategy file's text, and what its error must say
 BAD_FILES = [
     (c["toml"], c["message"])
