@@ -42,28 +42,55 @@ def launch(job: str, request: dg.RunRequest) -> str:
     return run_id
 
 
-def follow(instance: dg.DagsterInstance, run_id: str, echo=print) -> dg.DagsterRun:
-    """Wait for the run, printing a line per asset done and the steps' failures."""
+class Progress:
+    """What the terminal shows of a run: the assets done, a few to a line; the embedder's progress;
+    warnings and failures. `verbose` shows every event of the run's log instead."""
+
+    def __init__(self, echo=print, verbose: bool = False, every_s: float = 10.0):
+        self.echo, self.verbose, self.every_s = echo, verbose, every_s
+        self.done: list[str] = []
+        self.reused = 0
+        self.last = time.monotonic()
+
+    def see(self, entry) -> None:
+        event = entry.dagster_event
+        if self.verbose:
+            self.echo(f"  {entry.level}  {entry.step_key or ''}  {entry.message or entry.user_message}")
+            return
+        if event is None:
+            message = entry.user_message or ""
+            if message and (entry.level >= 30 or "embedded" in message):
+                self.echo(f"  {message.splitlines()[0][:160]}")
+        elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
+            data = event.event_specific_data.materialization
+            if "reused" in data.metadata:
+                self.reused += 1
+            else:
+                self.done.append(data.asset_key.to_user_string())
+        elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
+            error = event.event_specific_data.error
+            message = error.message.strip().splitlines()[-1] if error else "failed"
+            self.echo(f"  FAILED  {event.step_key}: {message}")
+
+    def flush(self, force: bool = False) -> None:
+        due = len(self.done) >= 6 or time.monotonic() - self.last >= self.every_s
+        if (self.done or self.reused) and (force or due):
+            reused = f" ({self.reused} unchanged, reused)" if self.reused else ""
+            self.echo(f"  done: {', '.join(self.done) or '-'}{reused}")
+            self.done, self.reused, self.last = [], 0, time.monotonic()
+
+
+def follow(instance: dg.DagsterInstance, run_id: str, progress: Progress) -> dg.DagsterRun:
+    """Wait for the run, showing its progress."""
     seen = 0
     started = time.monotonic()
     while True:
         run = instance.get_run_by_id(run_id)
         records = instance.all_logs(run_id)
         for entry in records[seen:]:
-            event = entry.dagster_event
-            if event is None:
-                if entry.user_message and (entry.level >= 30 or "embedded" in entry.user_message):
-                    echo(f"  {entry.user_message.splitlines()[0][:160]}")
-                continue
-            if event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
-                data = event.event_specific_data.materialization
-                reused = "reused" in data.metadata
-                echo(f"  {'reused' if reused else 'done  '}  {data.asset_key.to_user_string()}")
-            elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
-                error = event.event_specific_data.error
-                message = error.message.strip().splitlines()[-1] if error else "failed"
-                echo(f"  FAILED  {event.step_key}: {message}")
+            progress.see(entry)
         seen = len(records)
+        progress.flush(force=run is not None and run.is_finished)
         if run is not None and run.is_finished:
             return run
         queued = run is not None and run.status == dg.DagsterRunStatus.QUEUED
@@ -102,7 +129,9 @@ def stale_summary(stale: dict[dg.AssetKey, str], shown: int = 4) -> str:
     return "; ".join(parts)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """`-v` (or RAG_VERBOSE=1) prints every event of the run's log, DEBUG ones included."""
+    verbose = "-v" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("RAG_VERBOSE") == "1"
     try:
         from rag_pipeline.definitions import JOB, defs
     except (SettingsError, StrategyError) as exc:
@@ -119,7 +148,7 @@ def main() -> int:
                 print(f"nothing is stale at {found.head[:12]}: every asset is fresh")
                 return 0
             print(f"stale at {found.head[:12]}: {stale_summary(found.stale)}")
-            run = follow(instance, launch(JOB, request))
+            run = follow(instance, launch(JOB, request), Progress(verbose=verbose))
             print(f"run {run.run_id}: {run.status.value.lower()}")
             if run.status != dg.DagsterRunStatus.SUCCESS:
                 return 1

@@ -1,10 +1,14 @@
-"""Print the evaluation tables from the report files: `python -m rag_pipeline.show_report`."""
+"""Print the evaluation from the report files: `python -m rag_pipeline.show_report`. The verdict
+comes last, where a terminal leaves the eye."""
 
+import json
 import os
 import sys
 
+from rag_pipeline.lib.answers import SHORT_KEY, answer_table
 from rag_pipeline.lib.core import location, read_frame
-from rag_pipeline.lib.evaluation import matrix_table, reference_table, to_markdown
+from rag_pipeline.lib.evaluation import SHOWN, matrix_table, reference_table, short, to_markdown
+from rag_pipeline.lib.evaluation.markdown import folded_md, key_md
 from rag_pipeline.settings import DEFAULT_DATA_DIR
 
 
@@ -15,26 +19,34 @@ def main() -> int:
         print(f"{path}: no report yet; materialize evaluation_summary first", file=sys.stderr)
         return 1
     summary = read_frame(path)
+    verdict = json.loads((reports / "verdict.json").read_text())
+    same = {s: k for s, k in summary.groupby("strategy")["same_chunks_as"].first().items() if k}
+    shown = summary[~summary["strategy"].isin(list(same))]
     budget = read_frame(reports / "budget_recall.parquet")
     compared = read_frame(reports / "comparison.parquet")
-    at5 = summary[summary["k"] == 5]
+    at5 = shown[shown["k"] == 5]
     print(
-        f"{int(summary['n_questions'].iloc[0])} answerable questions, {int(summary['n_unanswerable'].iloc[0])} "
-        f"unanswerable, {int(summary['n_unauthorized'].iloc[0])} unauthorized; at k=5 "
-        f"{int(at5['leaked_units'].sum())} units leaked, under-filled at most {at5['underfilled'].max():.2f}"
+        f"commit {summary['commit'].iloc[0][:12]}: {int(summary['n_questions'].iloc[0])} answerable questions, "
+        f"{int(summary['n_unanswerable'].iloc[0])} unanswerable, {int(summary['n_unauthorized'].iloc[0])} "
+        f"unauthorized; at k=5 {int(at5['leaked_units'].sum())} units leaked, under-filled at most "
+        f"{at5['underfilled'].max():.2f}"
     )
-    print("embedding_version:")
     for version in summary["embedding_version"].unique():
-        print(f"  {version}")
+        print(f"embedding_version {version}")
     print("\nThe reference experiment's table (dense retrieval):")
-    print(to_markdown(reference_table(summary[summary["retriever"] == "dense"])))
-    print("\nEvery configuration, best evidence recall within 4,000 characters first:")
-    print(to_markdown(matrix_table(summary, budget, compared).drop(columns=["strategy", "retriever"])))
+    print(to_markdown(reference_table(shown[shown["retriever"] == "dense"])))
+    print(f"\nEvery configuration, best {verdict['measure']} first. {folded_md(same)}")
+    matrix = matrix_table(shown, budget[~budget["strategy"].isin(list(same))], compared)
+    print(to_markdown(matrix[[c for c in SHOWN if c in matrix]]))
+    print(key_md())
     answers = reports / "answer_summary.parquet"
     if answers.exists():
-        print("\nAnswers (none: no context; oracle: the gold sections):")
-        print(to_markdown(read_frame(answers).drop(columns=["llm_version"])))
+        table = read_frame(answers)
+        print(f"\nAnswers by {short(table['llm_version'].iloc[0], 60)}:")
+        print(to_markdown(answer_table(table)))
+        print(SHORT_KEY)
     print(f"\nfull report: {reports / 'report.md'}")
+    print(f"\nVerdict: {verdict['wording']}")
     return 0
 
 

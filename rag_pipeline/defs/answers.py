@@ -13,8 +13,10 @@ from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import AnswerResource, DataStore, RetrievalResource
 from rag_pipeline.lib.answers import (
     BASELINE_STRATEGY,
+    SHORT_KEY,
     answer_all,
     answer_summary,
+    answer_table,
     make_prompt,
     prompt_units,
     score_answers,
@@ -112,7 +114,7 @@ def answers_asset(
             pa.Table.from_pandas(table, preserve_index=False).replace_schema_metadata(meta), summary_file
         )
         path = store.write(frame, lanes.ANSWERS)
-        context.log.info(f"answer summary ({asked} prompts asked):\n{table.to_string(index=False)}")
+        context.log.info(f"answer summary ({asked} prompts asked):\n{to_markdown(answer_table(table))}")
         return materialized(
             content_version(
                 frame, ["question_id", "strategy", "retriever", "llm_version", "answer", "cited"]
@@ -121,7 +123,7 @@ def answers_asset(
                 "llm_version": llm.llm_version,
                 "prompts_asked": asked,
                 "answers": dg.MetadataValue.md(answers_md(frame)),
-                "answer_summary": dg.MetadataValue.md(to_markdown(table.drop(columns=["llm_version"]))),
+                "answer_summary": dg.MetadataValue.md(f"{to_markdown(answer_table(table))}\n\n{SHORT_KEY}"),
             },
             files=[path, summary_file],
         )
@@ -133,4 +135,12 @@ def answers_md(frame: pd.DataFrame) -> str:
     shown = frame[
         ["question_id", "strategy", "retriever", "answer", "abstained", "correct", "citation_valid"]
     ]
-    return to_markdown(shown.assign(answer=shown["answer"].str.slice(0, 80)).head(200))
+    runs = [
+        r if s == BASELINE_STRATEGY else f"{s}/{r}" for s, r in zip(shown["strategy"], shown["retriever"])
+    ]
+    shown = shown.drop(columns=["strategy", "retriever"]).assign(answer=shown["answer"].str.slice(0, 60))
+    return to_markdown(
+        shown.assign(run=runs)[
+            ["question_id", "run", "answer", "abstained", "correct", "citation_valid"]
+        ].head(200)
+    )

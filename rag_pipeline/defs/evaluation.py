@@ -1,5 +1,6 @@
 """Evaluation stage: per-question outcomes per strategy, then every configuration side by side."""
 
+import json
 from collections.abc import Mapping
 
 import dagster as dg
@@ -28,7 +29,7 @@ from rag_pipeline.lib.sources import CLEANER_VERSION
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
 BASELINE = ("fixed-1000", "dense")
 EVALUATION_VERSION = "evaluation-v4"
-SUMMARY_VERSION = "summary-v3"
+SUMMARY_VERSION = "summary-v4"
 
 
 def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str) -> dict[str, str]:
@@ -107,10 +108,9 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
     ):
         questions = store.read(lanes.QUESTIONS)
         commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
-        duplicates = identical_strategies(store, strategies, baseline[0])
+        same = identical_strategies(store, strategies, baseline[0])
         outcomes = pd.concat(
-            [store.read(lanes.lane_path("evaluation", s)) for s in strategies if s.name not in duplicates],
-            ignore_index=True,
+            [store.read(lanes.lane_path("evaluation", s)) for s in strategies], ignore_index=True
         )
         code_versions = {
             "cleaner": CLEANER_VERSION,
@@ -123,7 +123,7 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         )
         invalid = dict(zip(questions["question_id"], questions["invalid"])) if "invalid" in questions else {}
         invalid = {q: why for q, why in invalid.items() if isinstance(why, str)}
-        report = build_report(outcomes, RUN_KEYS, retrieval.settings(), baseline, provenance, invalid)
+        report = build_report(outcomes, RUN_KEYS, retrieval.settings(), baseline, provenance, invalid, same)
         reports = store.path(lanes.REPORTS)
         meta = {f"rag.{k}": v for k, v in provenance.items()}
         files = {
@@ -134,17 +134,21 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         }
         files |= {f"{name}.png": png for name, png in report.plots.items()}
         files["report.md"] = report.markdown.encode()
-        publish_directory(reports, files, keep=(lanes.ANSWER_SUMMARY, lanes.SERVING_REPORT))
-        context.log.info(f"evaluation summary:\n{report.matrix_md}")
+        files[lanes.VERDICT] = json.dumps(
+            report.verdict | {"commit": commit}, indent=1, ensure_ascii=False
+        ).encode()
+        publish_directory(reports, files, keep=lanes.KEPT_REPORTS)
+        context.log.info(f"verdict: {report.verdict['wording']}")
         summary = report.tables["evaluation_summary"]
         return materialized(
             content_version(summary, list(summary.columns)),
             {
                 "summary": dg.MetadataValue.md(
-                    headline_md(report.matrix, baseline, duplicates)
+                    headline_md(report.verdict, report.matrix, same)
                     if len(report.matrix)
                     else report.matrix_md
                 ),
+                "verdict": dg.MetadataValue.json(report.verdict),
                 **headline_numbers(report.matrix, baseline),
                 "configurations": dg.MetadataValue.md(report.matrix_md),
                 "plots": dg.MetadataValue.md(report.plots_md),

@@ -19,6 +19,8 @@ REPORTS = "reports"
 # reports/ is published as a set by evaluation_summary; these files are written by other assets
 ANSWER_SUMMARY = "answer_summary.parquet"
 SERVING_REPORT = "serving.parquet"
+VERDICT = "verdict.json"
+KEPT_REPORTS = (ANSWER_SUMMARY, SERVING_REPORT)
 SUMMARY_TABLES = ("evaluation_summary", "question_ranks", "budget_recall", "category_recall", "comparison")
 
 

@@ -218,9 +218,17 @@ def materialized(
     """An asset's result with what `reuse` and `stale_reason` need recorded beside its metadata
     (`memoized` adds the settings and external values)."""
     extra = {OUTPUTS: outputs(*files, tables=tables), **checks_metadata(checks)}
+    tidy = {k: rounded(k, v) for k, v in metadata.items()}
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(data_version), metadata={**metadata, **extra}, check_results=list(checks)
+        data_version=dg.DataVersion(data_version), metadata={**tidy, **extra}, check_results=list(checks)
     )
+
+
+def rounded(name: str, value: object) -> object:
+    """A float as a reader needs it in the UI: milliseconds whole, anything else to 4 significant digits."""
+    if not isinstance(value, float) or value != value:
+        return value
+    return round(value) if "_ms" in name else float(f"{value:.4g}")
 
 
 def given(fn: Callable[..., object] | None, resources: Mapping[str, object]) -> object:

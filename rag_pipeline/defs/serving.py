@@ -164,7 +164,10 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
         path = store.path(lanes.report_path(lanes.SERVING_REPORT))
         table = pa.Table.from_pandas(frame, preserve_index=False)
         write_table(table.replace_schema_metadata({f"rag.{k}": v for k, v in provenance.items()}), path)
-        shown = frame.drop(columns=["commit", "embedding_version"])
+        shown = frame.drop(columns=["commit", "embedding_version", "table_version"])
+        shown = shown.assign(
+            **{c: shown[c].round().astype(int) for c in ("latency_p50_ms", "latency_p95_ms")}
+        )
         context.log.info(f"serving evaluation:\n{to_markdown(shown)}")
         at_k = frame[frame["k"] == RECALL_K]
         return materialized(

@@ -82,11 +82,11 @@ def report_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def test_points_and_grid_come_from_the_report_tables(report_tables) -> None:
     summary, budget = report_tables
-    table = pareto_points(summary, budget)
+    table = pareto_points(summary, budget, budget_chars=4000)
     assert list(table["configuration"])[:3] == ["fixed-200", "fixed-200/bm25", "fixed-1000"]
     assert table.set_index("configuration").at["section", "recall"] == pytest.approx(0.88)
     assert table.set_index("configuration").at["section", "chars"] == 1500
-    grid = recall_grid(budget)
+    grid = recall_grid(budget, budget_chars=4000)
     assert list(grid.index) == ["fixed-200", "fixed-1000", "section"]
     assert list(grid.columns) == ["dense", "bm25"]
     assert grid.at["fixed-1000", "dense"] == pytest.approx(0.90)
@@ -95,8 +95,8 @@ def test_points_and_grid_come_from_the_report_tables(report_tables) -> None:
 def test_plots_are_small_pngs_of_the_expected_size_with_content(report_tables) -> None:
     summary, budget = report_tables
     pngs = [
-        pareto_plot(pareto_points(summary, budget)),
-        heatmap(recall_grid(budget), "Evidence recall within 4,000 characters"),
+        pareto_plot(pareto_points(summary, budget, budget_chars=4000)),
+        heatmap(recall_grid(budget, budget_chars=4000), "Evidence recall within 4,000 characters"),
     ]
     for png in pngs:
         assert png_size(png) == (800, 500)

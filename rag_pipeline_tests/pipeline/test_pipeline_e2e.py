@@ -1,5 +1,7 @@
 """The whole asset graph materialized in-process on a small real git repository."""
 
+import json
+
 import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
@@ -22,9 +24,14 @@ def test_whole_graph_on_small_repo(notes_repo, small_env, tmp_path):
     summary = pd.read_parquet(data / "reports" / "evaluation_summary.parquet")
     runs = {"dense", "bm25", "rrf", "minmax", "dense+ctx", "bm25+ctx", "rrf+ctx", "rrf+ctx+parent"}
     assert set(summary["retriever"]) == runs  # the defaults, and bm25+ctx as an input of rrf+ctx
-    # notes this short give identical chunks to several strategies: each set of chunks is reported once
+    # every configured strategy keeps its rows; notes this short give identical chunks to several, and
+    # `same_chunks_as` says whose
     strategies = set(summary["strategy"])
-    assert "fixed-1000" in strategies and "fixed-2000" not in strategies and "section-split" not in strategies
+    assert strategies == {"fixed-200", "fixed-500", "fixed-1000", "fixed-2000", "section", "section-split"}
+    same = summary.groupby("strategy")["same_chunks_as"].first().to_dict()
+    assert (
+        same["fixed-2000"] == "fixed-1000" and same["section-split"] == "section" and same["fixed-1000"] == ""
+    )
     assert len(summary) == len(strategies) * len(runs) * 20
     assert summary["embedding_version"].str.startswith("hashing:").all()
     assert (summary["n_questions"] == 4).all() and (summary["n_unanswerable"] == 1).all()
@@ -61,10 +68,13 @@ def test_the_summary_page_has_numbers_to_plot_and_a_headline_first(small_env, tm
     assert run_all(small_env | {"RAG_RETRIEVERS": "dense,bm25"}, instance=instance).success
     event = instance.get_latest_materialization_event(dg.AssetKey("evaluation_summary"))
     metadata = event.asset_materialization.metadata
-    assert next(iter(metadata)) == "summary" and "**Best:" in metadata["summary"].value
-    assert "`r@Nk`:" in metadata["summary"].value  # the key to the column names
+    summary = metadata["summary"].value
+    verdict = json.loads((tmp_path / "out" / "reports" / "verdict.json").read_text())
+    assert next(iter(metadata)) == "summary" and summary.startswith(f"**{verdict['wording']}**")
+    assert metadata["verdict"].value == {k: v for k, v in verdict.items() if k != "commit"}
+    assert "`r@Nk` evidence recall" in summary  # the key to the column names
     for who in ("best", "baseline"):
-        for name in ("recall@1", "recall@5", "recall@4000chars", "mrr@10"):
+        for name in ("recall@1", "recall@5", "recall@2000chars", "mrr@10"):
             assert isinstance(metadata[f"{who} {name}"], dg.FloatMetadataValue)
     assert isinstance(metadata["best_configuration"], dg.TextMetadataValue)
     lane = instance.get_latest_materialization_event(dg.AssetKey("evaluation_section")).asset_materialization

@@ -250,3 +250,31 @@ def answer_summary(answers: pd.DataFrame, questions: Sequence[Question]) -> pd.D
             }
         )
     return pd.DataFrame(rows)
+
+
+# the answer summary as people read it: short column names, the key below, no llm_version (it is in
+# the provenance, once)
+SHORT = {
+    "n_questions": "n",
+    "accuracy": "acc",
+    "citation_precision": "cite P",
+    "citation_recall": "cite R",
+    "abstain_unanswerable": "abst U",
+    "abstain_unauthorized": "abst X",
+    "false_abstain": "false abst",
+    "latency_p50_s": "p50 s",
+}
+SHORT_KEY = (
+    "Key: `run` strategy/retriever (`none`: no context, `oracle`: the gold sections); `acc` answers "
+    "matching their pattern; `cite P`/`cite R` citation precision and recall; `abst U`/`abst X` "
+    "abstentions on unanswerable/unauthorized questions; `false abst` abstentions on answerable ones; "
+    "`p50 s` median latency."
+)
+
+
+def answer_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """`answer_summary` with short column names, one `run` column and no llm_version."""
+    runs = [
+        r if s == BASELINE_STRATEGY else f"{s}/{r}" for s, r in zip(summary["strategy"], summary["retriever"])
+    ]
+    return summary[list(SHORT)].rename(columns=SHORT).assign(run=runs)[["run", *SHORT.values()]]

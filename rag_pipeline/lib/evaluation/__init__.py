@@ -1,5 +1,6 @@
 """Metrics from per-question outcomes, the report's tables, plots and Markdown."""
 
+from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
     EvidenceSpan,
@@ -12,7 +13,7 @@ from rag_pipeline.lib.evaluation.metrics import (
     summarize,
 )
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
-from rag_pipeline.lib.evaluation.report import build_report, headline_md, to_markdown
+from rag_pipeline.lib.evaluation.report import build_report
 from rag_pipeline.lib.evaluation.runs import (
     headline_numbers,
     report_provenance,
@@ -20,9 +21,11 @@ from rag_pipeline.lib.evaluation.runs import (
     strategy_outcomes,
 )
 from rag_pipeline.lib.evaluation.tables import matrix_table, reference_table
+from rag_pipeline.lib.evaluation.verdict import verdict
 
 __all__ = [
     "REPORT_KS",
+    "SHOWN",
     "EvidenceSpan",
     "access_at",
     "build_report",
@@ -42,7 +45,9 @@ __all__ = [
     "relevant_column",
     "report_provenance",
     "same_chunks",
+    "short",
     "strategy_outcomes",
     "summarize",
     "to_markdown",
+    "verdict",
 ]

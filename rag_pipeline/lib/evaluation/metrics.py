@@ -20,6 +20,8 @@ MAX_K = 20  # the k of recall@k, MRR@k, nDCG@k
 DEPTH = 50  # ranks kept per question: deep enough for candidate recall and the larger budgets
 REPORT_KS = (1, 3, 5, 10)
 BUDGETS = (1000, 2000, 4000, 8000)
+HEADLINE_BUDGET = 2000  # the verdict's measure: evidence recall within this many characters
+HEADLINE = f"r@{HEADLINE_BUDGET // 1000}k"  # its column in the configuration table
 
 EvidenceSpan = tuple[str, int, int]  # note, start, end
 

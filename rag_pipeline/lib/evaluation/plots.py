@@ -18,6 +18,8 @@ from matplotlib.text import Annotation, Text
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import Bbox
 
+from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET
+
 # 8 x 5 inches at 100 dpi: 800 x 500 px; 9 pt is then 12.5 px, readable at 100%
 SIZE_IN = (8.0, 5.0)
 DPI = 100
@@ -31,7 +33,7 @@ def configuration_name(strategy: str, retriever: str) -> str:
 
 
 def pareto_points(
-    summary: pd.DataFrame, budget: pd.DataFrame, budget_chars: int = 4000, k: int = 5
+    summary: pd.DataFrame, budget: pd.DataFrame, budget_chars: int = HEADLINE_BUDGET, k: int = 5
 ) -> pd.DataFrame:
     """`configuration`, `recall` (evidence recall within `budget_chars`) and `chars` (median characters
     passed at k) per configuration, from the `evaluation_summary` and `budget_recall` report tables
@@ -50,7 +52,7 @@ def pareto_points(
     )
 
 
-def recall_grid(budget: pd.DataFrame, budget_chars: int = 4000) -> pd.DataFrame:
+def recall_grid(budget: pd.DataFrame, budget_chars: int = HEADLINE_BUDGET) -> pd.DataFrame:
     """Evidence recall within `budget_chars`, strategies as rows and retrievers as columns, both in the
     order the `budget_recall` table first lists them."""
     at = budget[budget["budget_chars"] == budget_chars]
@@ -151,7 +153,9 @@ def _label_points(fig: Figure, ax: Axes, labels: list[tuple[tuple[float, float],
 
 
 def pareto_plot(
-    points: pd.DataFrame, budget_chars: int = 4000, chars_label: str = "median characters passed at k=5"
+    points: pd.DataFrame,
+    budget_chars: int = HEADLINE_BUDGET,
+    chars_label: str = "median characters passed at k=5",
 ) -> bytes:
     """Recall within `budget_chars` against characters passed, one point per configuration
     (`configuration`, `recall`, `chars`); the Pareto frontier drawn and named, the rest faint."""
@@ -190,7 +194,9 @@ def pareto_plot(
 
 
 def heatmap(
-    values: pd.DataFrame, title: str, value_label: str = "evidence recall within 4,000 characters"
+    values: pd.DataFrame,
+    title: str,
+    value_label: str = f"evidence recall within {HEADLINE_BUDGET:,} characters",
 ) -> bytes:
     """`values` (strategies as rows, retrievers as columns) as coloured cells annotated with 2 decimals,
     with a colour bar; a missing value is an empty cell."""

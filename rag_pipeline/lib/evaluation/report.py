@@ -13,57 +13,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from rag_pipeline.lib.evaluation.metrics import DEPTH, question_counts
+from rag_pipeline.lib.evaluation.markdown import SHOWN, folded_md, key_md, provenance_md, to_markdown
+from rag_pipeline.lib.evaluation.metrics import DEPTH, HEADLINE_BUDGET, question_counts
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_plot, pareto_points, recall_grid
 from rag_pipeline.lib.evaluation.tables import compute_tables, rank_table, reference_table, run_label
+from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.retrieval import RetrievalSettings
-
-COLUMN_KEY = {
-    "configuration": "strategy/retriever; a strategy alone means dense retrieval",
-    "chunks": "chunks in the strategy's index",
-    "evid@k": "share of answerable questions with a unit holding an evidence in the top k",
-    "mrr@10": "mean of 1/rank of the first evidence (0 past rank 10)",
-    "ndcg@10": "binary-gain nDCG at 10",
-    "chars@5": "median characters of the top 5 units",
-    "candidates": "evidence in the top candidate_k of the run's inputs (a fusion's ceiling)",
-    "context": "evidence among what would reach the LLM: context_k units within context_chars",
-    "r@Nk": "evidence recall within a budget of N,000 characters",
-    "Δevid@5": "evid@5 minus the baseline's, on the same questions",
-    "p": "paired randomisation p-value of that difference (10,000 sign flips)",
-}
-
-
-def headline_md(matrix: pd.DataFrame, baseline: tuple[str, str], duplicates: dict[str, str]) -> str:
-    """What the page shows first: the best configurations, the baseline, and a key to every column."""
-    best = matrix.iloc[0]
-    base = matrix[matrix["configuration"] == run_label(*baseline)]
-    top = matrix.drop(columns=["strategy", "retriever"]).head(5)
-    lines = [
-        f"**Best: `{best['configuration']}`**: evidence recall {best['r@4k']:.2f} within 4,000 characters, "
-        f"{best['evid@5']:.2f} at k=5, MRR@10 {best['mrr@10']:.2f}."
-    ]
-    if not base.empty:
-        b = base.iloc[0]
-        lines.append(
-            f"Baseline `{b['configuration']}`: {b['r@4k']:.2f} within 4,000 characters, {b['evid@5']:.2f} at k=5."
-        )
-    lines += [
-        f"`{dup}` has exactly the chunks of `{kept}`: reported once, as `{kept}`."
-        for dup, kept in duplicates.items()
-    ]
-    key = "\n".join(f"- `{name}`: {meaning}" for name, meaning in COLUMN_KEY.items())
-    return "\n\n".join([*lines, "Top configurations:", to_markdown(top), f"Key:\n\n{key}"])
-
-
-def to_markdown(frame: pd.DataFrame) -> str:
-    """A GitHub Markdown table (pandas' own needs the optional `tabulate`)."""
-
-    def cell(v: object) -> str:
-        return f"{v:.2f}" if isinstance(v, float) else str(v)
-
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join(lines)
 
 
 def _png(fig: plt.Figure) -> bytes:
@@ -107,15 +62,7 @@ class Report:
     ranks_md: str
     plots_md: str
     markdown: str
-
-
-def provenance_md(provenance: dict[str, str], invalid: dict[str, str]) -> str:
-    """The lines every report starts with: what it was computed from, and the questions left out."""
-    lines = [f"- {key}: `{value}`" for key, value in provenance.items()]
-    if invalid:
-        lines.append(f"- n_invalid: {len(invalid)} question(s) left out for bad gold labels:")
-        lines += [f"  - question {qid}: {why}" for qid, why in invalid.items()]
-    return "Computed from:\n\n" + "\n".join(lines)
+    verdict: dict
 
 
 def nothing_to_score(
@@ -133,6 +80,7 @@ def nothing_to_score(
         "question(s) kept apart)."
     )
     markdown = f"# Retrieval evaluation\n\n{provenance_md(provenance, invalid)}\n\n{text}\n"
+    counts["same_chunks_as"] = ""
     ranks = outcomes[[*run_keys, "question_id", "category", "answerable", "note_rank", "first_evidence_rank"]]
     return Report(
         {"evaluation_summary": counts, "question_ranks": ranks},
@@ -144,6 +92,7 @@ def nothing_to_score(
         "",
         "",
         markdown,
+        verdict(pd.DataFrame(), ""),
     )
 
 
@@ -154,25 +103,34 @@ def build_report(
     baseline: tuple[str, str],
     provenance: dict[str, str],
     invalid: dict[str, str],
+    same: dict[str, str] | None = None,
 ) -> Report:
+    """Every table over every configured strategy (`evaluation_summary` says in `same_chunks_as` which
+    strategy's chunks a strategy shares); the tables people read, the plots and the verdict fold a
+    strategy with the same chunks as another into it, and say so."""
     if not outcomes["answerable"].astype(bool).any():
         return nothing_to_score(outcomes, run_keys, provenance, invalid)
+    same = same or {}
     tables = compute_tables(
         outcomes, run_keys, settings, baseline, n_invalid=len(invalid), commit=provenance.get("commit", "")
     )
-    summary, budget, category, ranks, matrix = (
-        tables.summary,
-        tables.budget,
-        tables.category,
-        tables.ranks,
-        tables.matrix,
+    tables.summary["same_chunks_as"] = tables.summary["strategy"].map(same).fillna("")
+    kept = ~tables.summary["strategy"].isin(list(same))
+    summary, budget, category, ranks = (
+        tables.summary[kept],
+        tables.budget[~tables.budget["strategy"].isin(list(same))],
+        tables.category[~tables.category["strategy"].isin(list(same))],
+        tables.ranks[~tables.ranks["strategy"].isin(list(same))],
     )
+    matrix = tables.matrix[~tables.matrix["strategy"].isin(list(same))].reset_index(drop=True)
+    judged = verdict(matrix, run_label(*baseline))
     candidate_k = settings.candidate_k
     dense = summary[summary["retriever"] == "dense"]
     by_k, by_chars = recall_plots(dense)
     pareto_png = pareto_plot(pareto_points(summary, budget))
     heatmap_png = heatmap(
-        recall_grid(budget), "Evidence recall within 4,000 characters, by chunking strategy and retriever"
+        recall_grid(budget),
+        f"Evidence recall within {HEADLINE_BUDGET:,} characters, by chunking strategy and retriever",
     )
     best = matrix.iloc[0]
     cat = category[category["k"] == 5].assign(
@@ -197,11 +155,11 @@ def build_report(
         f"{int(summary['n_unauthorized'].iloc[0])} unauthorized kept apart); "
         f"access at k={settings.context_k}: {int(at_k['leaked_units'].sum())} units leaked to an asker who "
         f"may not read them, at most {at_k['underfilled'].max():.2f} of the questions under-filled; "
-        f"embedding_version {', '.join(f'`{v}`' for v in summary['embedding_version'].unique())}; "
         f"BM25 analyzer `{summary['analyzer'].iloc[0]}`; candidate_k {candidate_k}; what reaches the LLM "
         f"(context): the first {settings.context_k} units within {settings.context_chars:,} characters"
     )
-    matrix_md = f"{header}\n\n{to_markdown(matrix)}"
+    folds = f"\n\n{folded_md(same)}" if same else ""
+    matrix_md = f"{header}{folds}\n\n{to_markdown(matrix[[c for c in SHOWN if c in matrix]])}\n\n{key_md()}"
     reference_md = to_markdown(reference_table(summary))
     category_md = (
         "Evidence recall@5 by question category (questions per category in brackets).\n\n"
@@ -221,9 +179,9 @@ def build_report(
         )
         misses.append(f"- {label} `{run_label(strategy, retriever)}`: {listed or 'none'}")
     plots_md = (
-        inline_png(pareto_png, "recall within 4,000 characters against characters passed")
+        inline_png(pareto_png, f"recall within {HEADLINE_BUDGET:,} characters against characters passed")
         + "\n\n"
-        + inline_png(heatmap_png, "recall within 4,000 characters by strategy and retriever")
+        + inline_png(heatmap_png, f"recall within {HEADLINE_BUDGET:,} characters by strategy and retriever")
         + "\n\n"
         + inline_png(by_k, "evidence recall against k (dense)")
         + "\n\n"
@@ -231,13 +189,9 @@ def build_report(
     )
     markdown = (
         "# Retrieval evaluation\n\n"
+        f"**{judged['wording']}**\n\n"
         f"{provenance_md(provenance, invalid)}\n\n"
         f"{matrix_md}\n\n"
-        "Columns: evidence recall at k, MRR@10 and nDCG@10 (binary gains), median characters passed at k=5, "
-        f"candidate recall (evidence in the top {candidate_k} of the run's inputs), context recall (evidence "
-        "among what would reach the LLM), recall within a budget of "
-        "1k/2k/4k/8k characters, and the paired difference of evid@5 with the baseline "
-        f"`{run_label(*baseline)}` (p: paired randomisation test, 10,000 sign flips).\n\n"
         "![which configuration](which_configuration.png)\n![recall by strategy and retriever](recall_heatmap.png)\n\n"
         f"## By question category\n\n{category_md}\n\n"
         f"## Questions missed in the top 5 (rank of the first evidence, - = not in the top {DEPTH})\n\n"
@@ -250,10 +204,10 @@ def build_report(
     )
     return Report(
         tables={
-            "evaluation_summary": summary,
-            "question_ranks": ranks,
-            "budget_recall": budget,
-            "category_recall": category,
+            "evaluation_summary": tables.summary,
+            "question_ranks": tables.ranks,
+            "budget_recall": tables.budget,
+            "category_recall": tables.category,
             "comparison": tables.compared,
         },
         plots={
@@ -269,4 +223,5 @@ def build_report(
         ranks_md=ranks_md,
         plots_md=plots_md,
         markdown=markdown,
+        verdict=judged,
     )

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 
 from rag_pipeline.lib.core import content_version
-from rag_pipeline.lib.evaluation.metrics import question_outcomes
+from rag_pipeline.lib.evaluation.metrics import HEADLINE, HEADLINE_BUDGET, question_outcomes
 from rag_pipeline.lib.questions import questions_from_frame
 
 
@@ -60,7 +60,7 @@ def headline_numbers(matrix: pd.DataFrame, baseline: tuple[str, str]) -> dict[st
         for column, name in (
             ("evid@1", "recall@1"),
             ("evid@5", "recall@5"),
-            ("r@4k", "recall@4000chars"),
+            (HEADLINE, f"recall@{HEADLINE_BUDGET}chars"),
             ("mrr@10", "mrr@10"),
         ):
             out[f"{who} {name}"] = round(float(row[column]), 4)

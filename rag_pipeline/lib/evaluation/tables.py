@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rag_pipeline.lib.evaluation.metrics import (
+    HEADLINE,
+    HEADLINE_BUDGET,
     MAX_K,
     REPORT_KS,
     budget_recall,
@@ -119,6 +121,7 @@ def comparison(
     """Each run against the baseline run on the same questions: evidence hit at `context_k` and hit
     within `context_chars` characters, the paired difference and its randomisation p-value."""
     k, chars = settings.context_k, settings.context_chars
+    headline = HEADLINE
     rows = []
     for keys, run in outcomes.groupby(run_keys, sort=False):
         base = outcomes[
@@ -133,6 +136,7 @@ def comparison(
         for measure, hits in (
             (f"evid@{k}", lambda o: first_ranks_of(o[o["answerable"].astype(bool)]) <= k),
             (f"evid@{chars}chars", lambda o: hits_within(o, chars)),
+            (headline, lambda o: hits_within(o, HEADLINE_BUDGET)),
         ):
             x, y = hits(a).astype(float), hits(base).astype(float)
             row |= {
@@ -148,7 +152,9 @@ def comparison(
 def matrix_table(
     summary: pd.DataFrame, budget: pd.DataFrame, compared: pd.DataFrame, k: int = 5
 ) -> pd.DataFrame:
-    """One row per configuration, best evidence recall within 4,000 characters first."""
+    """One row per configuration, best on the headline measure (evidence recall within
+    HEADLINE_BUDGET characters, MRR@10 breaking ties) first; `Δ` and `p` compare it with the baseline."""
+    headline = HEADLINE
     rows = []
     for (strategy, retriever), run in summary.groupby(["strategy", "retriever"], sort=False):
         at = run.set_index("k")
@@ -176,9 +182,9 @@ def matrix_table(
         }
         row |= {f"r@{int(k) // 1000}k": b.at[k, "evidence_recall"] for k in b.index}
         if not c.empty:
-            row |= {f"Δevid@{k}": c[f"evid@{k}_delta"].iloc[0], "p": c[f"evid@{k}_p"].iloc[0]}
+            row |= {"Δ": c[f"{headline}_delta"].iloc[0], "p": c[f"{headline}_p"].iloc[0]}
         rows.append(row)
-    table = pd.DataFrame(rows).sort_values(["r@4k", "evid@5"], ascending=False, kind="stable")
+    table = pd.DataFrame(rows).sort_values([headline, "mrr@10"], ascending=False, kind="stable")
     return (
         table.drop(columns=["strategy", "retriever"])
         .assign(strategy=table["strategy"], retriever=table["retriever"])
