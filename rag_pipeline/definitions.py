@@ -5,7 +5,17 @@ from collections.abc import Iterable, Mapping
 
 import dagster as dg
 
-from rag_pipeline.defs import answers, automation, chunks, embeddings, evaluation, retrieval, serving, sources
+from rag_pipeline.defs import (
+    answers,
+    automation,
+    chunks,
+    embeddings,
+    evaluation,
+    questions,
+    retrieval,
+    serving,
+    sources,
+)
 from rag_pipeline.defs.resources import (
     AnswerResource,
     DataStore,
@@ -61,7 +71,7 @@ def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object]
         sources.questions_file,
         sources.source_notes_asset(resources),
         sources.cleaned_notes,
-        sources.questions_asset(resources),
+        questions.questions_asset(resources),
         *lanes,
         evaluation.summary_asset(strategies, resources),
         serving.evaluation_asset(strategies, resources),

@@ -10,17 +10,15 @@ The settings are the pipeline's (`RAG_QUESTIONS`, `RAG_NOTES_REPO`, `RAG_NOTES_G
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import git
-
-from rag_pipeline.lib.core import Location, location, read_frame
+from rag_pipeline.defs import lanes
+from rag_pipeline.defs.resources import DataStore, NotesRepository
+from rag_pipeline.lib.core import location, read_frame
 from rag_pipeline.lib.questions import (
     RELABEL_THRESHOLD,
     QuestionsError,
@@ -30,26 +28,13 @@ from rag_pipeline.lib.questions import (
     parse_questions,
     refresh,
 )
-from rag_pipeline.lib.sources import NotesSourceError, ensure_repository, open_repository, resolve_commit
-from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO, Settings
-
-EXCLUDE = ["_index.md"]  # as the NotesRepository resource's default
-SOURCE_PATH = ("notes", "source_notes.parquet")
-
-
-def _repository(settings: Settings) -> git.Repo:
-    if not settings.notes_repo:
-        return git.Repo(ensure_repository(BUNDLED_CORPUS, BUNDLED_REPO))
-    root = location(settings.data_dir)
-    if isinstance(root, Location):  # git mirrors need a local disk, as DataStore.local gives
-        digest = hashlib.sha256(settings.data_dir.encode()).hexdigest()[:16]
-        root = Path(tempfile.gettempdir()) / "rag-pipeline-cache" / digest
-    return open_repository(settings.notes_repo, root / "git")
+from rag_pipeline.lib.sources import NotesSourceError, resolve_commit
+from rag_pipeline.settings import Settings, SettingsError
 
 
 def indexed_commit(data_dir: str) -> str:
     """The commit the last `source_notes` build read."""
-    path = location(data_dir).joinpath(*SOURCE_PATH)
+    path = location(data_dir) / lanes.SOURCE_NOTES
     if not path.exists():
         raise FileNotFoundError(f"{path}: no index yet; run `make run` first or pass --commit")
     return str(read_frame(path, columns=["commit"])["commit"].iloc[0])
@@ -75,10 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         source = settings.questions
         items = json.loads(Path(source).read_text(encoding="utf-8"))
         questions = parse_questions(items, source)
-        repo = _repository(settings)
+        notes = NotesRepository.from_settings(settings, store=DataStore.from_settings(settings))
+        repo = notes.open()
         indexed = resolve_commit(repo, args.commit or indexed_commit(settings.data_dir)).hexsha
-        statuses, drift = assess(repo, questions, indexed, settings.notes_glob, EXCLUDE, source)
-    except (OSError, ValueError, QuestionsError, NotesSourceError) as exc:
+        statuses, drift = assess(repo, questions, indexed, notes.glob, notes.exclude, source)
+    except (OSError, ValueError, QuestionsError, NotesSourceError, SettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     counts = gold_counts(statuses)

@@ -131,6 +131,7 @@ def stale_summary(stale: dict[dg.AssetKey, str], shown: int = 4) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """`-v` (or RAG_VERBOSE=1) prints every event of the run's log, DEBUG ones included."""
+    sys.stdout.reconfigure(line_buffering=True)  # progress shows as it comes, in a pipe too
     verbose = "-v" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("RAG_VERBOSE") == "1"
     try:
         from rag_pipeline.definitions import JOB, defs

@@ -43,6 +43,9 @@ PAGES = {
     # clamps the depth to the longest path)
     "asset-lineage.png": "/assets/evaluation_summary?view=lineage&lineageScope=upstream&lineageDepth=100",
     "evaluation-summary.png": "/assets/evaluation_summary",
+    # make run's runs are runs of the job: its page and the timeline list them
+    "job-runs.png": "/locations/__repository__@rag_pipeline.definitions/jobs/index_and_evaluate/runs",
+    "timeline.png": "/overview/activity/timeline",
 }
 WINDOW = "1400,1000"
 LOCATIONS_QUERY = (

@@ -23,7 +23,7 @@ from rag_pipeline.lib.evaluation import (
     strategy_outcomes,
     summarize,
 )
-from rag_pipeline.lib.questions import usable
+from rag_pipeline.lib.questions import DRIFT_SCHEMA, usable
 from rag_pipeline.lib.sources import CLEANER_VERSION
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
@@ -123,7 +123,12 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         )
         invalid = dict(zip(questions["question_id"], questions["invalid"])) if "invalid" in questions else {}
         invalid = {q: why for q, why in invalid.items() if isinstance(why, str)}
-        report = build_report(outcomes, RUN_KEYS, retrieval.settings(), baseline, provenance, invalid, same)
+        statuses = questions["gold_status"].value_counts()
+        gold = {f"n_{status}_gold": int(statuses.get(status, 0)) for status in ("stale", "carried")}
+        drift = store.read(lanes.GOLD_DRIFT)
+        report = build_report(
+            outcomes, RUN_KEYS, retrieval.settings(), baseline, provenance, invalid, same, gold
+        )
         reports = store.path(lanes.REPORTS)
         meta = {f"rag.{k}": v for k, v in provenance.items()}
         files = {
@@ -133,6 +138,11 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
             for name, frame in report.tables.items()
         }
         files |= {f"{name}.png": png for name, png in report.plots.items()}
+        files["gold_drift.parquet"] = table_bytes(
+            pa.Table.from_pandas(drift, schema=DRIFT_SCHEMA, preserve_index=False).replace_schema_metadata(
+                meta
+            )
+        )
         files["report.md"] = report.markdown.encode()
         files[lanes.VERDICT] = json.dumps(
             report.verdict | {"commit": commit}, indent=1, ensure_ascii=False
@@ -158,6 +168,7 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
                 "report": dg.MetadataValue.path(str(reports / "report.md")),
                 "commit": provenance["commit"],
                 "n_invalid": len(invalid),
+                **gold,
             },
             files=[reports / name for name in files],
         )

@@ -13,6 +13,7 @@ STAGES = ("chunks", "embeddings", "retrieval", "evaluation", "index")
 SOURCE_NOTES = "notes/source_notes.parquet"
 CLEANED_NOTES = "notes/cleaned_notes.parquet"
 QUESTIONS = "notes/questions.parquet"
+GOLD_DRIFT = "notes/gold_drift.parquet"  # published as reports/gold_drift.parquet with the summary
 ANSWERS = "answers/answers.parquet"
 DB_DIR = "lancedb"
 REPORTS = "reports"

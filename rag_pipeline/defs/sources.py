@@ -10,15 +10,7 @@ from rag_pipeline.defs import lanes
 from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.lineage import materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
-from rag_pipeline.lib.core import UNAUTHORIZED, content_version, rebuild_by_note
-from rag_pipeline.lib.questions import (
-    QuestionsError,
-    check_notes_exist,
-    evidence_problems,
-    invalid_gold_message,
-    questions_frame,
-    with_access,
-)
+from rag_pipeline.lib.core import content_version, rebuild_by_note
 from rag_pipeline.lib.sources import CLEANER_VERSION, clean_note
 
 HEAD = dg.AssetKey("notes_head")
@@ -151,66 +143,3 @@ def cleaned_notes(context: dg.AssetExecutionContext, store: DataStore):
         },
         files=[path],
     )
-
-
-def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
-    check = (
-        "Every evidence string occurs exactly once in its note's cleaned text "
-        "(with RAG_INVALID_QUESTIONS=skip, a warning listing the questions left out)."
-    )
-
-    @stage_asset(
-        "questions",
-        group="sources",
-        version="questions-v3",
-        checks=[("evidence_found_once", check, True)],
-        config=lambda questions_file: questions_file.version(),
-        external=lambda questions_file: {"questions_sha256": questions_file.sha256()},
-        resources=resources,
-        kinds=("json", "parquet"),
-        deps=[cleaned_notes, questions_file],
-        description="The gold questions with each evidence located in the cleaned text of its note. Bad "
-        "gold labels fail the run before anything is scored, naming every question; with `invalid: skip` "
-        "those questions are kept apart (column `invalid`) and counted as `n_invalid`.",
-    )
-    def _questions(context: dg.AssetExecutionContext, questions_file: QuestionsFile, store: DataStore):
-        digest = questions_file.sha256()
-        items = questions_file.load()
-        cleaned = store.read(lanes.CLEANED_NOTES, columns=["note", "text", "access"])
-        texts = dict(zip(cleaned["note"], cleaned["text"]))
-        check_notes_exist(items, set(texts), questions_file.path)
-        items = with_access(items, dict(zip(cleaned["note"], cleaned["access"])), questions_file.path)
-        problems = evidence_problems(items, texts)
-        if problems and questions_file.invalid != "skip":
-            raise QuestionsError(invalid_gold_message(questions_file.path, problems))
-        frame = questions_frame(items, texts, problems)
-        frame["questions_sha256"] = digest
-        if problems:
-            context.log.warning(invalid_gold_message(questions_file.path, problems))
-        path = store.write(frame, lanes.QUESTIONS)
-        check = dg.AssetCheckResult(
-            check_name="evidence_found_once",
-            passed=not problems,
-            severity=dg.AssetCheckSeverity.WARN,
-            metadata={
-                "left_out": dg.MetadataValue.md(
-                    "\n".join(f"- {q}: {p}" for q, p in problems.items()) or "none"
-                )
-            },
-        )
-        return materialized(
-            content_version(frame, list(frame.columns)),
-            {
-                "questions": len(frame),
-                "answerable": int(frame["answerable"].sum()),
-                "unanswerable": int((~frame["answerable"] & (frame["category"] != UNAUTHORIZED)).sum()),
-                "unauthorized": int((frame["category"] == UNAUTHORIZED).sum()),
-                "invalid": len(problems),
-                "categories": dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
-                "file": questions_file.path,
-            },
-            files=[path],
-            checks=[check],
-        )
-
-    return _questions

@@ -186,7 +186,15 @@ def test_the_make_run_path_executes_only_what_is_stale(notes_repo, small_env):
     found, result = make_run(defs, instance)
     assert {k.to_user_string() for k in found.stale} == {"source_notes"}
     done, reused = done_and_reused(result)
-    assert done == {"source_notes", "cleaned_notes", "evaluation_summary", "serving_evaluation", "answers"}
+    # and the questions, whose gold status is taken at the indexed commit
+    assert done == {
+        "source_notes",
+        "cleaned_notes",
+        "questions",
+        "evaluation_summary",
+        "serving_evaluation",
+        "answers",
+    }
     assert {"chunks_section", "embeddings_section", "retrieval_section", "index_section"} <= reused
     summary = pd.read_parquet(Path(small_env["RAG_DATA_DIR"]) / "reports" / "evaluation_summary.parquet")
     assert set(summary["commit"]) == {commit}

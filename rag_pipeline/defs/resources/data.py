@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
+import git
 import pandas as pd
 from pydantic import PrivateAttr
 
@@ -88,7 +89,8 @@ class NotesRepository(FromSettings):
     glob: str = setting("notes_glob")
     exclude: list[str] = ["_index.md"]
 
-    def _open(self):
+    def open(self) -> git.Repo:
+        """The repository (a URL is mirrored and fetched first)."""
         cache = self.store.local("git")
         if not self.repo:
             return open_repository(str(ensure_repository(BUNDLED_CORPUS, BUNDLED_REPO)), cache)
@@ -104,14 +106,14 @@ class NotesRepository(FromSettings):
 
     def head(self, ref: str | None = None) -> str:
         """The full sha that `ref` (default: the configured one) names now, after a fetch for a URL."""
-        return resolve_commit(self._open(), ref or self.ref).hexsha
+        return resolve_commit(self.open(), ref or self.ref).hexsha
 
     def read(self, commit: str) -> list[SourceNote]:
-        return read_notes(resolve_commit(self._open(), commit), self.glob, self.exclude)
+        return read_notes(resolve_commit(self.open(), commit), self.glob, self.exclude)
 
     def last_changes(self, commit: str, paths: set[str], since: str | None) -> dict[str, str]:
         """Per path, the newest commit at or before `commit` that changed it (`sources.last_changes`)."""
-        return last_changes(self._open(), commit, paths, since)
+        return last_changes(self.open(), commit, paths, since)
 
 
 class QuestionsFile(FromSettings):

@@ -66,24 +66,27 @@ class Report:
 
 
 def nothing_to_score(
-    outcomes: pd.DataFrame, run_keys: list[str], provenance: dict[str, str], invalid: dict[str, str]
+    outcomes: pd.DataFrame,
+    run_keys: list[str],
+    provenance: dict[str, str],
+    invalid: dict[str, str],
+    counts: dict[str, int],
 ) -> Report:
     """The report of a question set with no answerable question: counts, and no metric."""
-    counts = pd.DataFrame(
+    table = pd.DataFrame(
         [
             dict(zip(run_keys, keys)) | {"n_chunks": int(run["n_chunks"].iloc[0])} | question_counts(run)
             for keys, run in outcomes.groupby(run_keys, sort=False)
         ]
-    ).assign(n_questions=0, n_invalid=len(invalid), commit=provenance.get("commit", ""))
+    ).assign(n_questions=0, **counts, commit=provenance.get("commit", ""), same_chunks_as="")
     text = (
         f"No answerable question: nothing to score ({len(outcomes['question_id'].unique())} unanswerable "
         "question(s) kept apart)."
     )
     markdown = f"# Retrieval evaluation\n\n{provenance_md(provenance, invalid)}\n\n{text}\n"
-    counts["same_chunks_as"] = ""
     ranks = outcomes[[*run_keys, "question_id", "category", "answerable", "note_rank", "first_evidence_rank"]]
     return Report(
-        {"evaluation_summary": counts, "question_ranks": ranks},
+        {"evaluation_summary": table, "question_ranks": ranks},
         {},
         pd.DataFrame(),
         text,
@@ -104,15 +107,17 @@ def build_report(
     provenance: dict[str, str],
     invalid: dict[str, str],
     same: dict[str, str] | None = None,
+    gold: dict[str, int] | None = None,
 ) -> Report:
     """Every table over every configured strategy (`evaluation_summary` says in `same_chunks_as` which
     strategy's chunks a strategy shares); the tables people read, the plots and the verdict fold a
     strategy with the same chunks as another into it, and say so."""
+    counts = {"n_invalid": len(invalid), **(gold or {})}
     if not outcomes["answerable"].astype(bool).any():
-        return nothing_to_score(outcomes, run_keys, provenance, invalid)
+        return nothing_to_score(outcomes, run_keys, provenance, invalid, counts)
     same = same or {}
     tables = compute_tables(
-        outcomes, run_keys, settings, baseline, n_invalid=len(invalid), commit=provenance.get("commit", "")
+        outcomes, run_keys, settings, baseline, counts=counts, commit=provenance.get("commit", "")
     )
     tables.summary["same_chunks_as"] = tables.summary["strategy"].map(same).fillna("")
     kept = ~tables.summary["strategy"].isin(list(same))

@@ -43,7 +43,7 @@ def compute_tables(
     settings: RetrievalSettings,
     baseline: tuple[str, str],
     *,
-    n_invalid: int,
+    counts: dict[str, int],
     commit: str,
 ) -> Tables:
     candidate_k = settings.candidate_k
@@ -61,7 +61,7 @@ def compute_tables(
         )
         budgets.append(budget_recall(run).assign(**tag))
         categories.append(category_recall(run).assign(**tag))
-    summary = pd.concat(summaries, ignore_index=True).assign(n_invalid=n_invalid, commit=commit)
+    summary = pd.concat(summaries, ignore_index=True).assign(**counts, commit=commit)
     summary = summary[run_keys + [c for c in summary.columns if c not in run_keys]]
     budget = pd.concat(budgets, ignore_index=True)
     category = pd.concat(categories, ignore_index=True)

@@ -17,7 +17,7 @@ from rag_pipeline.lib.questions.labels import (
     usable,
     with_access,
 )
-from rag_pipeline.lib.questions.refresh import RELABEL_THRESHOLD, refresh
+from rag_pipeline.lib.questions.refresh import RELABEL_THRESHOLD, drift_md, refresh
 from rag_pipeline.lib.questions.similarity import SENTENCE, WORD, cut_level, dice, most_similar_span
 from rag_pipeline.lib.questions.status import (
     DRIFT_COLUMNS,
@@ -42,6 +42,7 @@ __all__ = [
     "current_versions",
     "cut_level",
     "dice",
+    "drift_md",
     "evidence_problems",
     "gold_counts",
     "gold_problems",

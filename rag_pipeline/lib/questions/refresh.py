@@ -100,3 +100,23 @@ def refresh(
             new["commit"] = indexed_commit
             new["relabelled"] = True
     return out, changes
+
+
+def drift_md(drift: pd.DataFrame) -> str:
+    """The stale gold labels (left out of scoring) with the span suggested for each, as Markdown for
+    the summary page; nothing when every label holds."""
+    stale = drift[drift["evidence_status"] == "stale"]
+    if stale.empty:
+        return ""
+    lines = []
+    for r in stale.itertuples(index=False):
+        changed = ", ".join(c[:7] for c in r.changed_in) or "none"
+        hint = (
+            f"suggested «{r.suggested_evidence}» ({r.suggestion_score:.2f})"
+            if isinstance(r.suggested_evidence, str)
+            else "no suggestion (the note is gone)"
+        )
+        lines.append(f"- question {r.question_id} (`{r.slug}`, changed in {changed}): «{r.evidence}»; {hint}")
+    carried = int((drift["gold_status"] == "carried").sum())
+    head = f"\n\n**Stale gold labels** ({len(stale)}, not scored; {carried} carried, scored):\n\n"
+    return head + "\n".join(lines) + "\n\n`python -m rag_pipeline.gold refresh` writes a relabelled copy."
