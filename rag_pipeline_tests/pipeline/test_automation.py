@@ -97,3 +97,23 @@ def test_the_nightly_schedule_alone_completes_the_reindex(notes_repo, small_env)
         assert request.tags == {FROM_TAG: head, TO_TAG: later}
         assert execute(defs, instance, request, JOB).success
         assert isinstance(tick(schedule, defs, instance), dg.SkipReason)
+
+
+def test_a_commit_that_breaks_a_labelled_evidence_is_indexed_and_reported_stale(notes_repo, small_env, tmp_path):
+    head = notes_repo.head.commit.hexsha
+    labelled = [q | {"commit": head[:10]} if q["slug"] else q for q in QUESTIONS]
+    (tmp_path / "questions.json").write_text(json.dumps(labelled, ensure_ascii=False), encoding="utf-8")
+    defs, sensor, _ = setup(small_env)
+    with dg.instance_for_test() as instance:
+        assert execute(defs, instance, tick(sensor, defs, instance), JOB).success
+        deadlock = "content/notes/db/deadlock/index.md"
+        broken = NOTES[deadlock].replace("SQLSTATE 40P01 が返ります", "エラーコード 40P01 が返されます")
+        commit_files(notes_repo, {deadlock: broken}, "reword the deadlock note")
+        result = execute(defs, instance, tick(sensor, defs, instance), JOB)
+        assert result.success  # a stale label never fails the run
+        drift = pd.read_parquet(tmp_path / "out" / "reports" / "gold_drift.parquet")
+        status = drift.groupby("question_id")["gold_status"].first().to_dict()
+        assert status == {"1": "stale", "4": "carried"}  # 4's evidence is elsewhere in the note
+        assert "40P01" in drift.loc[drift["question_id"] == "1", "suggested_evidence"].iloc[0]
+        summary = pd.read_parquet(tmp_path / "out" / "reports" / "evaluation_summary.parquet")
+        assert set(summary["n_stale_gold"]) == {1} and set(summary["n_questions"]) == {3}
