@@ -29,7 +29,7 @@ from rag_pipeline.lib.sources import CLEANER_VERSION
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
 BASELINE = ("fixed-1000", "dense")
 EVALUATION_VERSION = "evaluation-v4"
-SUMMARY_VERSION = "summary-v4"
+SUMMARY_VERSION = "summary-v5"
 
 
 def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str) -> dict[str, str]:
@@ -150,15 +150,21 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         publish_directory(reports, files, keep=lanes.KEPT_REPORTS)
         context.log.info(f"verdict: {report.verdict['wording']}")
         summary = report.tables["evaluation_summary"]
+        judged = report.verdict
         return materialized(
             content_version(summary, list(summary.columns)),
             {
+                # plain text first: the UI shows it whole, where Markdown waits behind a button
+                "verdict": judged["wording"],
                 "summary": dg.MetadataValue.md(
                     headline_md(report.verdict, report.matrix, same)
                     if len(report.matrix)
                     else report.matrix_md
                 ),
-                "verdict": dg.MetadataValue.json(report.verdict),
+                "best": ", ".join(judged["best"]),
+                "delta": judged["delta"] if judged["delta"] is not None else float("nan"),
+                "p_value": judged["p_value"] if judged["p_value"] is not None else float("nan"),
+                "significant": judged["significant"],
                 **headline_numbers(report.matrix, baseline),
                 "configurations": dg.MetadataValue.md(report.matrix_md),
                 "plots": dg.MetadataValue.md(report.plots_md),

@@ -99,7 +99,9 @@ def test_the_nightly_schedule_alone_completes_the_reindex(notes_repo, small_env)
         assert isinstance(tick(schedule, defs, instance), dg.SkipReason)
 
 
-def test_a_commit_that_breaks_a_labelled_evidence_is_indexed_and_reported_stale(notes_repo, small_env, tmp_path):
+def test_a_commit_that_breaks_a_labelled_evidence_is_indexed_and_reported_stale(
+    notes_repo, small_env, tmp_path
+):
     head = notes_repo.head.commit.hexsha
     labelled = [q | {"commit": head[:10]} if q["slug"] else q for q in QUESTIONS]
     (tmp_path / "questions.json").write_text(json.dumps(labelled, ensure_ascii=False), encoding="utf-8")

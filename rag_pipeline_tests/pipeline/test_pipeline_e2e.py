@@ -70,8 +70,12 @@ def test_the_summary_page_has_numbers_to_plot_and_a_headline_first(small_env, tm
     metadata = event.asset_materialization.metadata
     summary = metadata["summary"].value
     verdict = json.loads((tmp_path / "out" / "reports" / "verdict.json").read_text())
-    assert next(iter(metadata)) == "summary" and summary.startswith(f"**{verdict['wording']}**")
-    assert metadata["verdict"].value == {k: v for k, v in verdict.items() if k != "commit"}
+    assert next(iter(metadata)) == "verdict" and metadata["verdict"].value == verdict["wording"]
+    assert summary.startswith(f"**{verdict['wording']}**")
+    assert (
+        metadata["p_value"].value == verdict["p_value"]
+        and metadata["significant"].value == verdict["significant"]
+    )
     assert "`r@Nk` evidence recall" in summary  # the key to the column names
     for who in ("best", "baseline"):
         for name in ("recall@1", "recall@5", "recall@2000chars", "mrr@10"):
