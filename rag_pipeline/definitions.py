@@ -12,6 +12,7 @@ from rag_pipeline.defs import (
     embeddings,
     evaluation,
     questions,
+    release,
     retrieval,
     serving,
     sources,
@@ -22,6 +23,7 @@ from rag_pipeline.defs.resources import (
     EmbedderResource,
     NotesRepository,
     QuestionsFile,
+    ReleaseResource,
     RetrievalResource,
     ServingResource,
 )
@@ -44,6 +46,7 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "retrieval": RetrievalResource.from_settings(settings),
         "serving": ServingResource.from_settings(settings),
         "answerer": AnswerResource.from_settings(settings),
+        "release": ReleaseResource.from_settings(settings),
     }
 
 
@@ -66,6 +69,9 @@ def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object]
             evaluation.evaluation_asset(s),
             serving.index_asset(s, resources),
         ]
+    baseline = evaluation.baseline_for(strategies)
+    evaluated = [spec.name for spec in plan(list(resources["retrieval"].retrievers))[0]]
+    served = release.release_run(resources["release"].run, baseline, evaluated)
     return [
         sources.notes_head,
         sources.questions_file,
@@ -75,7 +81,8 @@ def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object]
         *lanes,
         evaluation.summary_asset(strategies, resources),
         serving.evaluation_asset(strategies, resources),
-        answers.answers_asset(strategies, evaluation.baseline_for(strategies), resources),
+        answers.answers_asset(strategies, baseline, served, resources),
+        release.release_asset(strategies, served, resources),
     ]
 
 
@@ -87,16 +94,20 @@ index_and_evaluate = dg.define_asset_job(
 )
 
 
-def check_answer_runs(settings: Settings, strategies: list[Strategy]) -> None:
-    """Every `RAG_ANSWER_RUNS` run is one the pipeline evaluates: checked when the code location
-    loads, not at the answers step."""
+def check_runs(settings: Settings, strategies: list[Strategy]) -> None:
+    """Every `RAG_ANSWER_RUNS` run and the `RAG_RELEASE_RUN` is one the pipeline evaluates: checked
+    when the code location loads, not at the answers or release step."""
     names = {s.name for s in strategies}
     retrievers = {spec.name for spec in plan(list(settings.retrievers))[0]}  # the named and their inputs
-    for run in filter(None, settings.answer_runs.split(",")):
+    named = [("RAG_ANSWER_RUNS", run) for run in filter(None, settings.answer_runs.split(","))]
+    for variable, run in [
+        *named,
+        *([("RAG_RELEASE_RUN", settings.release_run)] if settings.release_run else []),
+    ]:
         strategy, retriever = run.split("/", 1)
         if strategy not in names or retriever not in retrievers:
             raise SettingsError(
-                f"RAG_ANSWER_RUNS: {run} is not an evaluated run; strategies: {', '.join(sorted(names))}; "
+                f"{variable}: {run} is not an evaluated run; strategies: {', '.join(sorted(names))}; "
                 f"retrievers: {', '.join(sorted(retrievers))}"
             )
 
@@ -111,7 +122,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
     )
     resources = build_resources(settings)
     strategies = load_strategies(settings.strategies or None, settings.strategy_file or None)
-    check_answer_runs(settings, strategies)
+    check_runs(settings, strategies)
     return dg.Definitions(
         assets=build_assets(strategies, resources),
         jobs=[index_and_evaluate],

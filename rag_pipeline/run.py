@@ -1,7 +1,9 @@
 """`python -m rag_pipeline.run`: what `make run` does. Plans as the sensor does (observe the notes head
 and the questions file, find what is stale), then launches one run of the `index_and_evaluate` job
 with the stale assets and all downstream of them, through `dagster job launch`, so the run is a run
-of the job as the UI knows it (its page, the timeline). Nothing stale: nothing runs."""
+of the job as the UI knows it (its page, the timeline). Nothing stale: nothing runs. Exits 0 on success,
+1 on a failed run, 2 on a bad setting, 3 when only the release gate failed (the reports are fresh,
+the live index stays where it was)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from rag_pipeline.lib.core import DirectoryLock
 from rag_pipeline.settings import PROJECT_ROOT, SettingsError
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
+REJECTED_EXIT = 3  # everything ran and was evaluated, and the release gate held the new index back
 QUEUED_PATIENCE_S = 30
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"
 
@@ -49,6 +52,7 @@ class Progress:
     def __init__(self, echo=print, verbose: bool = False, every_s: float = 10.0):
         self.echo, self.verbose, self.every_s = echo, verbose, every_s
         self.done: list[str] = []
+        self.failed: list[str] = []
         self.reused = 0
         self.last = time.monotonic()
 
@@ -70,6 +74,7 @@ class Progress:
         elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
             message = error.message.strip().splitlines()[-1] if error else "failed"
+            self.failed.append(event.step_key)
             self.echo(f"  FAILED  {event.step_key}: {message}")
 
     def flush(self, force: bool = False) -> None:
@@ -149,10 +154,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"nothing is stale at {found.head[:12]}: every asset is fresh")
                 return 0
             print(f"stale at {found.head[:12]}: {stale_summary(found.stale)}")
-            run = follow(instance, launch(JOB, request), Progress(verbose=verbose))
+            progress = Progress(verbose=verbose)
+            run = follow(instance, launch(JOB, request), progress)
             print(f"run {run.run_id}: {run.status.value.lower()}")
             if run.status != dg.DagsterRunStatus.SUCCESS:
-                return 1
+                return REJECTED_EXIT if progress.failed == ["release"] else 1
     print(f"still stale after {MAX_RUNS} runs", file=sys.stderr)
     return 1
 

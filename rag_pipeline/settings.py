@@ -91,6 +91,13 @@ def _runs(value: str) -> str:
     return ",".join(runs)
 
 
+def _one_run(value: str) -> str:
+    runs = _runs(value)
+    if "," in runs:
+        raise ValueError("one run, not a list")
+    return runs
+
+
 def var(name: str, default: str, parse: Callable[[str], Any], accepted: str) -> Any:
     """A setting: the variable that sets it, its default (as the variable would hold it), the parser
     and what it accepts, in the error a bad value gives."""
@@ -154,6 +161,14 @@ class Settings:
         lambda value: _runs(value) if value.strip(", ") else "",
         "comma-separated strategy/retriever runs (default: the baseline and the best)",
     )
+    release_run: str = var(
+        "RAG_RELEASE_RUN",
+        "",
+        lambda value: _one_run(value) if value.strip() else "",
+        "one strategy/retriever run (default: the report's baseline)",
+    )
+    release_k: int = var("RAG_RELEASE_K", "5", _number(int, 1), "an integer >= 1")
+    release_max_drop: float = var("RAG_RELEASE_MAX_DROP", "0.05", _number(float, 0.0), "a share >= 0")
     watch_ref: str = var("RAG_WATCH_REF", "", _text, "the branch the sensor watches (default: RAG_NOTES_REF)")
     reindex: bool = var("RAG_REINDEX", "off", _flag, "on or off")
     reindex_cron: str = var("RAG_REINDEX_CRON", "0 3 * * *", _text, "a cron expression")

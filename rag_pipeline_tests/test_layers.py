@@ -1,6 +1,6 @@
 """The import structure: no circle between modules, and no import from a lower layer to a higher one.
 
-Layers, lowest first: the lib packages in stage order (core ... serving), then `settings`, then
+Layers, lowest first: the lib packages in stage order (core ... serving, release), then `settings`, then
 `defs`, then `definitions`, then the command-line modules. `lib` imports no Dagster."""
 
 import ast
@@ -19,6 +19,7 @@ LIB = [
     "evaluation",
     "answers",
     "serving",
+    "release",
 ]
 TOP = ["settings", "defs", "definitions"]
 

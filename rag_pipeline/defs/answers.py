@@ -27,8 +27,11 @@ from rag_pipeline.lib.evaluation import to_markdown
 from rag_pipeline.lib.questions import questions_from_frame, usable
 
 
-def answered_runs(setting: str, summary: pd.DataFrame, baseline: tuple[str, str]) -> list[tuple[str, str]]:
-    """The runs named in `setting`, or the baseline and the best run by context recall."""
+def answered_runs(
+    setting: str, summary: pd.DataFrame, baseline: tuple[str, str], served: tuple[str, str]
+) -> list[tuple[str, str]]:
+    """The runs named in `setting`, or the baseline and the best run by context recall; and the
+    `served` run (the release run, whose abstention the release gate compares) in any case."""
     if setting.strip():
         runs = [tuple(r.strip().split("/", 1)) for r in setting.split(",") if r.strip()]
         known = set(zip(summary["strategy"], summary["retriever"]))
@@ -38,14 +41,17 @@ def answered_runs(setting: str, summary: pd.DataFrame, baseline: tuple[str, str]
                     f"RAG_ANSWER_RUNS: {'/'.join(run)} is not an evaluated run; "
                     f"known: {', '.join(sorted('/'.join(k) for k in known))}"
                 )
-        return runs
+        return list(dict.fromkeys([*runs, served]))
     ranked = summary[summary["k"] == 1].sort_values("context_recall", ascending=False, kind="stable")
     best = (ranked["strategy"].iloc[0], ranked["retriever"].iloc[0])
-    return list(dict.fromkeys([baseline, best]))
+    return list(dict.fromkeys([baseline, best, served]))
 
 
 def answers_asset(
-    strategies: list[Strategy], baseline: tuple[str, str], resources: Mapping[str, object]
+    strategies: list[Strategy],
+    baseline: tuple[str, str],
+    served: tuple[str, str],
+    resources: Mapping[str, object],
 ) -> dg.AssetsDefinition:
     names = [s.name for s in strategies]
 
@@ -54,7 +60,9 @@ def answers_asset(
         group="answers",
         version="answers-v3",
         # the answerer, the runs it answers and the context budget, and the strategies compared
-        config=lambda answerer, retrieval: config_digest(answerer.version(), retrieval.version(), names),
+        config=lambda answerer, retrieval: config_digest(
+            answerer.version(), retrieval.version(), names, served
+        ),
         resources=resources,
         deps=[
             "cleaned_notes",
@@ -76,7 +84,11 @@ def answers_asset(
         summary_path = store.path(lanes.report_path("evaluation_summary.parquet"))
         summary = read_table(summary_path).to_pandas()
         # with no answerable question there is no best run: only the baselines are answered
-        runs = answered_runs(answerer.runs, summary, baseline) if summary["n_questions"].max() > 0 else []
+        runs = (
+            answered_runs(answerer.runs, summary, baseline, served)
+            if summary["n_questions"].max() > 0
+            else []
+        )
         items, spans = questions_from_frame(usable(questions))
         by_name = {s.name: s for s in strategies}
         ranked = {}

@@ -7,6 +7,9 @@ import numpy as np
 
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import parquet_file, read_table, vector_matrix, version_key
+from rag_pipeline.lib.release import RELEASE_DIR
+from rag_pipeline.lib.serving import DB_DIR as SERVED_DIR
+from rag_pipeline.lib.serving import table_key
 
 STAGES = ("chunks", "embeddings", "retrieval", "evaluation", "index")
 
@@ -15,12 +18,13 @@ CLEANED_NOTES = "notes/cleaned_notes.parquet"
 QUESTIONS = "notes/questions.parquet"
 GOLD_DRIFT = "notes/gold_drift.parquet"  # published as reports/gold_drift.parquet with the summary
 ANSWERS = "answers/answers.parquet"
-DB_DIR = "lancedb"
 REPORTS = "reports"
 # reports/ is published as a set by evaluation_summary; these files are written by other assets
 ANSWER_SUMMARY = "answer_summary.parquet"
 SERVING_REPORT = "serving.parquet"
 VERDICT = "verdict.json"
+DB_DIR = SERVED_DIR  # the served LanceDB tables
+RELEASE = RELEASE_DIR  # current.json, history.parquet, questions.parquet
 KEPT_REPORTS = (ANSWER_SUMMARY, SERVING_REPORT)
 SUMMARY_TABLES = ("evaluation_summary", "question_ranks", "budget_recall", "category_recall", "comparison")
 
@@ -35,7 +39,7 @@ def lane_key(stage: str, strategy: Strategy | str) -> str:
 
 def table_name(strategy: Strategy) -> str:
     """The served LanceDB table of a strategy (`fixed_1000`)."""
-    return strategy.key
+    return table_key(strategy.name)
 
 
 def lane_path(stage: str, strategy: Strategy | str) -> str:

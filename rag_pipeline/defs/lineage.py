@@ -96,11 +96,17 @@ def latest_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None
     return (records[0].asset_observation.tags or {}).get(DATA_VERSION, INITIAL) if records else INITIAL
 
 
-def outputs(*paths: object, tables: Sequence[tuple[object, str, int]] = ()) -> dg.MetadataValue:
-    """The outputs an asset leaves behind (files; LanceDB tables as (db dir, name, version)), recorded
-    so that a deleted or damaged one makes the asset stale."""
+def outputs(
+    *paths: object,
+    tables: Sequence[tuple[object, str, int]] = (),
+    tags: Sequence[tuple[object, str, str, int]] = (),
+) -> dg.MetadataValue:
+    """The outputs an asset leaves behind (files; LanceDB tables as (db dir, name, version); tags of
+    table versions as (db dir, name, tag, version)), recorded so that a deleted or damaged one makes
+    the asset stale."""
     entries = [{"path": str(p)} for p in paths]
     entries += [{"db": str(db), "table": name, "version": version} for db, name, version in tables]
+    entries += [{"db": str(db), "table": name, "tag": tag, "version": v} for db, name, tag, v in tags]
     return dg.MetadataValue.json(entries)
 
 
@@ -114,6 +120,11 @@ def damaged(recorded: object) -> str | None:
                 table.count_rows()
             except Exception as exc:  # LanceDB raises several types for a missing or broken table
                 return f"LanceDB table {entry['table']} in {entry['db']} cannot be read ({exc.__class__.__name__})"
+            if "tag" in entry:
+                tagged = table.tags.list().get(entry["tag"], {}).get("version")
+                if tagged != entry["version"]:
+                    return f"LanceDB table {entry['table']}: tag {entry['tag']!r} is on {tagged}, not {entry['version']}"
+                continue
             if version != entry["version"]:
                 return f"LanceDB table {entry['table']} is at version {version}, not {entry['version']}"
             continue
@@ -213,11 +224,12 @@ def materialized(
     *,
     files: Sequence[object] = (),
     tables: Sequence[tuple[object, str, int]] = (),
+    tags: Sequence[tuple[object, str, str, int]] = (),
     checks: Sequence[dg.AssetCheckResult] = (),
 ) -> dg.MaterializeResult:
     """An asset's result with what `reuse` and `stale_reason` need recorded beside its metadata
     (`memoized` adds the settings and external values)."""
-    extra = {OUTPUTS: outputs(*files, tables=tables), **checks_metadata(checks)}
+    extra = {OUTPUTS: outputs(*files, tables=tables, tags=tags), **checks_metadata(checks)}
     tidy = {k: rounded(k, v) for k, v in metadata.items()}
     return dg.MaterializeResult(
         data_version=dg.DataVersion(data_version), metadata={**tidy, **extra}, check_results=list(checks)

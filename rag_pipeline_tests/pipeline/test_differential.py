@@ -1,7 +1,8 @@
 """Incremental equals from scratch: a seeded random sequence of changes (notes added, edited, deleted,
 renamed, restricted or opened; the questions file edited; settings changed; outputs deleted by hand),
 each followed by the `make run` path, must leave every report Parquet, `answers.parquet` and every
-configured served table exactly as a fresh build of the same state gives them, in one run, and no
+configured served table exactly as a fresh build of the same state gives them, in one run; the release
+must judge the same candidate (and, when it releases, serve the same rows as live), and no
 prompt that reaches the chat server may hold text of a note its asker may not read.
 
 CI runs 24 steps of one seed. A longer sequence on demand (a failure prints the seed and the step):
@@ -11,6 +12,7 @@ The chat server is a protocol stand-in on 127.0.0.1 (no LLM installs here): see 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -21,7 +23,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.lib.serving import open_table
+from rag_pipeline.lib.serving import open_live, open_table
 from rag_pipeline_tests.fakes.llm import FakeLLM
 from rag_pipeline_tests.support.runs import make_run, project_definitions
 from rag_pipeline_tests.support.world import World
@@ -68,6 +70,45 @@ def assert_same(incremental: Path, scratch: Path, strategies: list[str], where: 
         )
 
 
+def decisions(data: Path) -> pd.DataFrame:
+    return pd.read_parquet(data / "release" / "history.parquet")
+
+
+def assert_same_release(incremental: Path, scratch: Path, result, where: str) -> None:
+    """The release judged the same candidate as a fresh build did (commit, run, recall). A fresh
+    build has no last release to compare with: it applies the absolute checks only, so the
+    incremental decision may differ from it only by a comparison with its own last release."""
+    fresh, last = decisions(scratch).iloc[-1], decisions(incremental).iloc[-1]
+    assert fresh["decision"] == "released", f"{where}: a fresh build is rejected: {list(fresh['reasons'])}"
+    assert (last["commit"], last["run"]) == (fresh["commit"], fresh["run"]), where
+    assert last["recall"] == fresh["recall"] or (pd.isna(last["recall"]) and pd.isna(fresh["recall"])), where
+    absolute = ("retrieval:", "served table", "strategy ", "the release run")
+    assert not [r for r in last["reasons"] if r.startswith(absolute)], f"{where}: {list(last['reasons'])}"
+    if last["decision"] == "released":
+        served = json.loads((scratch / "release" / "current.json").read_text())["table_versions"]
+        for table in served:
+            assert live_rows(incremental, table).equals(live_rows(scratch, table)), f"{where}: live {table}"
+    elif result is not None:
+        assert failed(result) == ["release"], where
+
+
+def live_rows(data: Path, table: str) -> pd.DataFrame:
+    rows = (
+        open_live(data, table)
+        .search()
+        .limit(None)
+        .select(["chunk_id", "text", "access"])
+        .to_arrow()
+        .to_pandas()
+    )
+    rows["access"] = rows["access"].map(list)
+    return rows.sort_values("chunk_id").reset_index(drop=True)
+
+
+def failed(result) -> list[str]:
+    return [e.step_key for e in result.all_events if e.is_step_failure]
+
+
 def leaks(world: World, prompts: list[str]) -> list[str]:
     """Prompts holding a marker of a note their asker may not read."""
     found = []
@@ -99,7 +140,8 @@ def test_incremental_runs_equal_fresh_builds(tmp_path):
             env = world.env | {"RAG_DATA_DIR": str(data)}
             sent = len(llm.requests)
             _, result = make_run(project_definitions(env), instance)
-            assert result is None or result.success, where  # None: the change changed nothing
+            # None: the change changed nothing; a release rejected against the last one fails the run
+            assert result is None or result.success or failed(result) == ["release"], where
             assert make_run(project_definitions(env), instance)[1] is None, (
                 f"{where}: still stale after one run"
             )
@@ -110,5 +152,6 @@ def test_incremental_runs_equal_fresh_builds(tmp_path):
             )
             assert fresh.success, where
             assert_same(data, scratch, env["RAG_STRATEGIES"].split(","), where)
+            assert_same_release(data, scratch, result, where)
             prompts = [r["messages"][-1]["content"] for r in llm.requests[sent:]]
             assert not leaks(world, prompts), f"{where}: {leaks(world, prompts)}"

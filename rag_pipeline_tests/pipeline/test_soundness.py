@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from rag_pipeline.lib.serving import open_table
+from rag_pipeline.lib.serving import live_version, open_table
 from rag_pipeline_tests.support.repos import NOTES, QUESTIONS, commit_files
 from rag_pipeline_tests.support.runs import (
     done_and_reused,
@@ -52,7 +52,7 @@ def test_dropping_a_strategy_reruns_the_summaries_and_no_lane(small_env):
     env = small_env | {"RAG_STRATEGIES": "fixed-200,fixed-1000,section", "RAG_RETRIEVERS": "dense"}
     instance = cold(env)
     stale, done, _ = rerun(env | {"RAG_STRATEGIES": "fixed-1000,section"}, instance)
-    assert stale == {"evaluation_summary", "serving_evaluation", "answers"}
+    assert stale == {"evaluation_summary", "serving_evaluation", "answers", "release"}
     assert done == stale
     serving = pd.read_parquet(f"{env['RAG_DATA_DIR']}/reports/serving.parquet")
     assert set(serving["strategy"]) == {"fixed-1000", "section"}
@@ -102,8 +102,12 @@ def test_a_deleted_or_damaged_output_makes_its_asset_stale(small_env):
     data = small_env["RAG_DATA_DIR"]
     shutil.rmtree(f"{data}/lancedb/section.lance")
     stale, done, _ = rerun(env, instance)
-    assert stale == {"index_section"} and "serving_evaluation" not in done  # the same rows again
-    assert open_table(f"{data}/lancedb", "section").count_rows() > 0
+    # the same rows again, so nothing is re-evaluated; the table lost its `live` tag: a new release
+    assert stale == {"index_section", "release"} and "serving_evaluation" not in done
+    table = open_table(f"{data}/lancedb", "section")
+    assert table.count_rows() > 0
+    live = json.loads(Path(data, "release", "current.json").read_text())["table_versions"]["section"]
+    assert live_version(table) == live
     with open(f"{data}/retrieval/section.parquet", "r+b") as f:
         f.truncate(100)
     stale, _, _ = rerun(env, instance)
@@ -116,6 +120,8 @@ def test_a_launchpad_override_leaves_its_assets_stale_for_the_next_plain_run(sma
     instance = cold(env)
     override = {"resources": {"retrieval": {"config": {"retrievers": ["bm25"]}}}}
     job = defs.resolve_job_def("index_and_evaluate")
-    assert job.execute_in_process(instance=instance, run_config=override).success
+    # without the release run's retriever there is nothing to release: only the gate fails
+    overridden = job.execute_in_process(instance=instance, run_config=override, raise_on_error=False)
+    assert [e.step_key for e in overridden.all_events if e.is_step_failure] == ["release"]
     found, _ = make_run(defs, instance)
     assert "built under other settings" in found.stale[dg.AssetKey("retrieval_section")]

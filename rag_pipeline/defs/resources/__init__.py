@@ -4,7 +4,7 @@ serving settings, the answerer. The wiring is in `rag_pipeline/definitions.py`."
 
 from rag_pipeline.defs.resources.data import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.defs.resources.models import AnswerResource, EmbedderResource
-from rag_pipeline.defs.resources.search import RetrievalResource, ServingResource
+from rag_pipeline.defs.resources.search import ReleaseResource, RetrievalResource, ServingResource
 
 __all__ = [
     "AnswerResource",
@@ -12,6 +12,7 @@ __all__ = [
     "EmbedderResource",
     "NotesRepository",
     "QuestionsFile",
+    "ReleaseResource",
     "RetrievalResource",
     "ServingResource",
 ]

@@ -62,3 +62,14 @@ class ServingResource(FromSettings):
 
     def ann(self) -> AnnConfig:
         return AnnConfig(min_rows=self.ann_min_rows)
+
+
+class ReleaseResource(FromSettings):
+    """Which run the application serves, and how much worse a new index may be before it is held back."""
+
+    run: str = setting("release_run")  # strategy/retriever; empty: the report's baseline
+    k: int = setting("release_k")
+    max_drop: float = setting("release_max_drop")
+
+    def version(self) -> str:
+        return config_digest(self.model_dump())

@@ -5,7 +5,8 @@
 
 `slug: null` marks a question the notes cannot answer. `slug2` (default: `slug`) lets
 the second evidence live in another note. `commit` (optional, a full or abbreviated sha) is the
-notes commit the evidence was labelled against; `rag_pipeline.lib.questions.status` follows the label from
+notes commit the evidence was labelled against; `"critical": true` marks a question a release may not
+newly miss (see `rag_pipeline.lib.release`); `rag_pipeline.lib.questions.status` follows the label from
 there to the indexed commit (`ok`, `carried`, `stale` or `invalid`).
 """
 
@@ -42,6 +43,7 @@ class Question:
     answer_pattern: str | None = None
     groups: tuple[str, ...] | None = None  # the asker's groups; None: may read every note
     commit: str | None = None  # the notes commit the evidence was labelled against
+    critical: bool = False  # a release that newly misses it is rejected
 
     @property
     def answerable(self) -> bool:
@@ -72,6 +74,13 @@ def _commit(item: dict, where: str) -> str | None:
             f"{where}: field 'commit' must be a commit sha (4 to 40 hex digits), got {value!r}"
         )
     return None if value is None else value.strip().lower()
+
+
+def _critical(item: dict, where: str) -> bool:
+    value = item.get("critical", False)
+    if not isinstance(value, bool):
+        raise QuestionsError(f"{where}: field 'critical' must be true or false, got {value!r}")
+    return value
 
 
 def parse_questions(items: object, source: str) -> list[Question]:
@@ -117,6 +126,7 @@ def parse_questions(items: object, source: str) -> list[Question]:
                 answer_pattern=_field(item, "answer_pattern", where, (str,), required=False),
                 groups=None if groups is None else tuple(sorted({g.strip() for g in groups})),
                 commit=_commit(item, where),
+                critical=_critical(item, where),
             )
         )
     if not questions:
@@ -229,6 +239,7 @@ def questions_frame(
                 "evidence": evidence,
                 "invalid": invalid.get(str(q.id)),
                 "label_commit": q.commit,
+                "critical": q.critical,
                 "gold_status": gold_status.get(str(q.id), "invalid" if str(q.id) in invalid else "ok"),
             }
         )
@@ -269,6 +280,7 @@ def questions_from_frame(
                 answer_pattern=row.answer_pattern if isinstance(row.answer_pattern, str) else None,
                 groups=asker_groups(row),
                 commit=label if isinstance(label := getattr(row, "label_commit", None), str) else None,
+                critical=bool(getattr(row, "critical", False)),
             )
         )
         spans[row.question_id] = [

@@ -1,18 +1,43 @@
 """The served LanceDB tables: incremental syncs, filtered search, and how well they serve."""
 
+from rag_pipeline.lib.serving.live import (
+    DB_DIR,
+    LIVE,
+    NotReleased,
+    live_version,
+    open_live,
+    table_key,
+    tag_live,
+)
 from rag_pipeline.lib.serving.measure import MIN_RECALL, RECALL_K, serving_eval, serving_problems
-from rag_pipeline.lib.serving.search import AnnConfig, index_kind, open_table, search
+from rag_pipeline.lib.serving.search import (
+    AnnConfig,
+    access_filter,
+    index_kind,
+    open_table,
+    search,
+    search_rows,
+)
 from rag_pipeline.lib.serving.tables import serving_rows, sync_table
 
 __all__ = [
+    "DB_DIR",
+    "LIVE",
     "MIN_RECALL",
     "RECALL_K",
     "AnnConfig",
+    "NotReleased",
+    "access_filter",
     "index_kind",
+    "live_version",
+    "open_live",
     "open_table",
     "search",
+    "search_rows",
     "serving_eval",
     "serving_problems",
     "serving_rows",
     "sync_table",
+    "table_key",
+    "tag_live",
 ]

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import lancedb
 import numpy as np
+import pyarrow as pa
 from lancedb.index import HnswSq, IvfPq
 
 from rag_pipeline.lib.core import AnyPath, storage_options
@@ -110,20 +111,36 @@ def search(
     prefilter=False filters the ANN's top-k afterwards, which can return fewer than k rows;
     exact=True bypasses the index (brute force over the readable rows).
     """
-    where = access_filter(groups)
     out = []
     for q in np.atleast_2d(np.asarray(query_vectors, dtype=np.float32)):
-        query = table.search(q).distance_type("cosine").select(["chunk_id", "_distance"]).limit(k)
-        if where is not None:
-            query = query.where(where, prefilter=prefilter)
-        if exact:
-            query = query.bypass_vector_index()
-        elif ann.kind == "ivf_pq":
-            # no upper bound on probes: a selective prefilter may need far partitions to fill k
-            refine = max(1, math.ceil(ann.refine_candidates / k))
-            query = query.minimum_nprobes(ann.nprobes).maximum_nprobes(0).refine_factor(refine)
-        else:
-            query = query.ef(max(ann.ef, k))
-        found = query.to_arrow()
+        found = search_rows(table, q, k, groups, ["chunk_id"], prefilter=prefilter, exact=exact, ann=ann)
         out.append(Hits(found["chunk_id"].to_pylist(), found["_distance"].to_pylist()))
     return out
+
+
+def search_rows(
+    table: lancedb.table.Table,
+    query_vector: np.ndarray,
+    k: int,
+    groups: Sequence[str] | None,
+    columns: Sequence[str],
+    *,
+    prefilter: bool = True,
+    exact: bool = False,
+    ann: AnnConfig = DEFAULT_ANN,
+) -> pa.Table:
+    """One query's top-k readable rows (see `search`): `columns` and `_distance`, nearest first."""
+    where = access_filter(groups)
+    query = table.search(np.asarray(query_vector, dtype=np.float32)).distance_type("cosine")
+    query = query.select([*columns, "_distance"]).limit(k)
+    if where is not None:
+        query = query.where(where, prefilter=prefilter)
+    if exact:
+        query = query.bypass_vector_index()
+    elif ann.kind == "ivf_pq":
+        # no upper bound on probes: a selective prefilter may need far partitions to fill k
+        refine = max(1, math.ceil(ann.refine_candidates / k))
+        query = query.minimum_nprobes(ann.nprobes).maximum_nprobes(0).refine_factor(refine)
+    else:
+        query = query.ef(max(ann.ef, k))
+    return query.to_arrow()

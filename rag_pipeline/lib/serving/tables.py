@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rag_pipeline.lib.core import AnyPath, as_path, storage_options, tree_bytes, vector_column
+from rag_pipeline.lib.serving.live import cleanup_age
 from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, index_kind, vector_index
 
 # a chunk_id keeps its text; these are what can change under it (the vector follows embedding_version)
@@ -137,7 +138,8 @@ def sync_table(
 
     New chunk_ids are inserted, missing ones deleted, and rows whose access, commit or
     embedding_version differ rewritten, all in one commit; unchanged rows are not rewritten.
-    Then the index is kept in step and versions older than `retain` are removed.
+    Then the index is kept in step and versions older than `retain` are removed, but never one as
+    recent as the version tagged `live` (see `live.py`).
     Returns metadata for the asset.
     """
     if "vector" not in rows.column_names or not pa.types.is_fixed_size_list(rows.schema.field("vector").type):
@@ -182,7 +184,7 @@ def sync_table(
         with warnings.catch_warnings():
             # LanceDB warns that retain=0 breaks readers of old versions: the caller chose it
             warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
-            table.optimize(cleanup_older_than=retain)
+            table.optimize(cleanup_older_than=cleanup_age(table, retain))
     return {
         "table": table_name,
         "version": table.version,

@@ -1,0 +1,87 @@
+"""`python -m rag_pipeline.ask "QUESTION" [--groups g1,g2] [--k 5] [--strategy S]`: ask the live
+release. Searches the live table of the release run (or of `--strategy`) with the asker's groups as a
+pre-filter (no groups: public notes only), prints the ranked passages and an answer with citations
+from the configured `RAG_LLM`. Exits 2 when nothing is released or the configured embedder is not
+the one the live release was embedded with."""
+
+import argparse
+import os
+import sys
+
+from rag_pipeline.lib.answers import make_prompt, parse_reply
+from rag_pipeline.lib.answers.units import Unit
+from rag_pipeline.lib.core import location
+from rag_pipeline.lib.release import RELEASE_DIR, read_current
+from rag_pipeline.lib.serving import NotReleased, open_live, search_rows, table_key
+from rag_pipeline.settings import Settings, SettingsError
+
+COLUMNS = ["chunk_id", "note", "heading_path", "text"]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m rag_pipeline.ask", description=__doc__.splitlines()[0])
+    parser.add_argument("question")
+    parser.add_argument(
+        "--groups", default="", help="the asker's groups, comma-separated (none: public notes only)"
+    )
+    parser.add_argument("--k", type=int, default=5, help="passages to retrieve (default 5)")
+    parser.add_argument("--strategy", default=None, help="a served strategy (default: the release run's)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        settings = Settings.from_env(os.environ)
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from rag_pipeline.definitions import build_resources
+
+    data_dir = location(settings.data_dir)
+    current = read_current(data_dir / RELEASE_DIR)
+    if current is None:
+        print(f"{data_dir / RELEASE_DIR}: nothing is released yet; run `make run` first", file=sys.stderr)
+        return 2
+    strategy = args.strategy or current["run"].split("/", 1)[0]
+    if table_key(strategy) not in current["table_versions"]:
+        print(
+            f"strategy {strategy!r} is not served; live: {', '.join(current['table_versions'])}",
+            file=sys.stderr,
+        )
+        return 2
+    resources = build_resources(settings)
+    embedder = resources["embedder"].get()
+    if embedder.embedding_version != current["embedding_version"]:
+        print(
+            f"the live release was embedded with {current['embedding_version']!r}, but RAG_EMBEDDER "
+            f"configures {embedder.embedding_version!r}: set the embedder the release used",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        table = open_live(data_dir, strategy)
+    except NotReleased as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    groups = [g.strip() for g in args.groups.split(",") if g.strip()]
+    vector = embedder.embed([args.question], "query")[0]
+    hits = search_rows(table, vector, args.k, groups, COLUMNS).to_pylist()
+    who = f"groups {', '.join(groups)}" if groups else "public notes only"
+    print(f"live {strategy} (commit {current['commit'][:12]}, table version {table.version}), {who}:")
+    for rank, hit in enumerate(hits, 1):
+        first = next((line for line in hit["text"].splitlines() if line.strip()), "")[:100]
+        print(
+            f"  [{rank}] {hit['note']} > {hit['heading_path']}  score {1 - hit['_distance']:.3f}\n      {first}"
+        )
+    units = [Unit(h["chunk_id"], h["note"], 0, len(h["text"]), h["text"]) for h in hits]
+    llm = resources["answerer"].get()
+    reply = parse_reply(llm.answer(make_prompt("ask", args.question, units)).text, len(units))
+    print(f"\nanswer ({llm.llm_version}):\n  {'(abstained)' if reply.abstained else reply.answer}")
+    for n in reply.numbers:
+        print(f"  [{n}] {units[n - 1].note} > {hits[n - 1]['heading_path']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

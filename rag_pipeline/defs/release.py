@@ -1,0 +1,237 @@
+"""Release stage: whether the evaluated index may be served, and moving the `live` tag when it may."""
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+
+import dagster as dg
+import pandas as pd
+
+from rag_pipeline.defs import lanes
+from rag_pipeline.defs.assets import stage_asset
+from rag_pipeline.defs.lineage import config_digest, materialized
+from rag_pipeline.defs.resources import DataStore, EmbedderResource, ReleaseResource, ServingResource
+from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.core import leaked_rows, may_read
+from rag_pipeline.lib.questions import asker_groups, usable
+from rag_pipeline.lib.release import (
+    CURRENT,
+    QUESTIONS,
+    RELEASED,
+    Decision,
+    append_history,
+    decide,
+    question_results,
+    read_current,
+    read_released_questions,
+    write_release,
+)
+from rag_pipeline.lib.serving import (
+    LIVE,
+    live_version,
+    open_table,
+    search_rows,
+    serving_problems,
+    table_key,
+    tag_live,
+)
+
+GATE = "release_gate"
+
+
+def release_run(setting: str, baseline: tuple[str, str], retrievers: list[str]) -> tuple[str, str]:
+    """`RAG_RELEASE_RUN` as (strategy, retriever). Unset: the report's baseline, or, when the
+    configured retrievers leave its retriever out, the baseline strategy with the first of them."""
+    if setting:
+        strategy, retriever = setting.split("/", 1)
+        return strategy, retriever
+    return baseline if baseline[1] in retrievers else (baseline[0], retrievers[0])
+
+
+def leak_problem(where: str, leaks: list[str], shown: int = 5) -> list[str]:
+    """One reason for many leaks: how many, and the first few."""
+    if not leaks:
+        return []
+    more = f", and {len(leaks) - shown} more" if len(leaks) > shown else ""
+    return [
+        f"{where}: {len(leaks)} unit(s) leaked to an asker who may not read them ({'; '.join(leaks[:shown])}{more})"
+    ]
+
+
+def retrieval_leaks(store: DataStore, strategies: list[Strategy], askers: dict) -> list[str]:
+    """Every retrieved unit (any lane, any retriever, any rank) its question's asker may not read."""
+    found = []
+    for s in strategies:
+        columns = ["question_id", "retriever", "rank", "chunk_id", "access"]
+        frame = store.read(lanes.lane_path("retrieval", s), columns=columns)
+        found += [
+            f"{s.name}/{r.retriever} question {r.question_id} rank {r.rank}: {r.chunk_id} {list(r.access)}"
+            for r in leaked_rows(frame, askers).itertuples()
+        ]
+    return found
+
+
+def served_leaks(table, vectors, questions: pd.DataFrame, k: int) -> list[str]:
+    """Every row the served table returns at k to an asker who may not read it, searched as an
+    application searches it (the asker's groups as a pre-filter)."""
+    found = []
+    for vector, row in zip(vectors, questions.itertuples()):
+        groups = asker_groups(row)
+        if groups is None:
+            continue
+        hits = search_rows(table, vector, k, list(groups), ["chunk_id", "access"]).to_pylist()
+        found += [
+            f"question {row.question_id}: {h['chunk_id']} {h['access']}"
+            for h in hits
+            if not may_read(groups, h["access"])
+        ]
+    return found
+
+
+def live_tags(db_dir, live: dict | None) -> list[tuple[object, str, str, int]]:
+    """The live tags as a decision leaves them, recorded so that a table deleted or re-created (which
+    loses its tag) makes `release` decide again; a tag already gone is not recorded, as no run could
+    bring it back."""
+    tags = []
+    for name, version in (live or {}).get("table_versions", {}).items():
+        try:
+            tagged = live_version(open_table(db_dir, name))
+        except ValueError:  # LanceDB's "table not found"
+            continue
+        if tagged == version:
+            tags.append((db_dir, name, LIVE, version))
+    return tags
+
+
+def release_asset(
+    strategies: list[Strategy], run: tuple[str, str], resources: Mapping[str, object]
+) -> dg.AssetsDefinition:
+    by_name = {s.name: s for s in strategies}
+    strategy = by_name[run[0]]
+    rule = (
+        "The index may be served: no leak in retrieval or the served table, the served table passes "
+        "recall and fill, and against the last release no recall drop beyond RAG_RELEASE_MAX_DROP, no "
+        "critical question newly missed, no less abstention on unauthorized questions."
+    )
+
+    @stage_asset(
+        "release",
+        group="release",
+        version="release-v1",
+        config=lambda release, embedder, serving: config_digest(
+            release.version(), embedder.version(), serving.version(), run, sorted(by_name)
+        ),
+        resources=resources,
+        kinds=("lancedb", "json"),
+        deps=[
+            "questions",
+            "evaluation_summary",
+            "serving_evaluation",
+            "answers",
+            *(lanes.lane_key(stage, s) for s in strategies for stage in ("retrieval", "index")),
+        ],
+        checks=[(GATE, rule, True)],
+        description=f"Decides whether `{'/'.join(run)}` as evaluated may be served: on `released` the served "
+        f"tables' evaluated versions are tagged `live` and `{lanes.RELEASE}/current.json` names them; "
+        f"every decision is appended to `{lanes.RELEASE}/history.parquet`.",
+    )
+    def release(
+        context: dg.AssetExecutionContext,
+        release: ReleaseResource,
+        embedder: EmbedderResource,
+        serving: ServingResource,
+        store: DataStore,
+    ) -> dg.MaterializeResult:
+        k = release.k
+        questions = usable(store.read(lanes.QUESTIONS))
+        askers = {
+            str(q): asker_groups(row) for q, row in zip(questions["question_id"], questions.itertuples())
+        }
+        outcomes = store.read(lanes.lane_path("evaluation", strategy))
+        evaluated = outcomes["retriever"].unique()
+        outcomes = outcomes[outcomes["retriever"] == run[1]]
+        answers = store.read(lanes.ANSWERS)
+        answers = answers[(answers["strategy"] == run[0]) & (answers["retriever"] == run[1])]
+        results = question_results(questions, outcomes, answers if len(answers) else None)
+
+        report = store.read(lanes.report_path(lanes.SERVING_REPORT))
+        db_dir = store.path(lanes.DB_DIR)
+        # each table's head holds exactly the rows serving_evaluation measured: the lineage re-runs
+        # it when an index's content changes, and a table re-created with the same rows is the same
+        tables = {table_key(s.name): open_table(db_dir, table_key(s.name)) for s in strategies}
+        versions = {name: t.version for name, t in tables.items()}
+        table = tables[table_key(run[0])]
+        vectors, _ = embedder.embed_questions(questions)
+        problems = leak_problem("retrieval", retrieval_leaks(store, strategies, askers))
+        problems += leak_problem(f"served table {table.name}", served_leaks(table, vectors, questions, k))
+        problems += serving_problems(report[report["strategy"] == run[0]])
+        if run[1] not in evaluated:
+            problems.append(
+                f"the release run {'/'.join(run)} was not evaluated (retrievers of {run[0]}: "
+                f"{', '.join(sorted(evaluated)) or 'none'})"
+            )
+
+        release_dir = store.path(lanes.RELEASE)
+        current = read_current(release_dir)
+        decision = decide(results, problems, read_released_questions(release_dir), k, release.max_drop)
+        commit = str(report["commit"].iloc[0])
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        if decision.decision == RELEASED:
+            for name, version in versions.items():
+                tag_live(tables[name], version)
+            state = {
+                "decision": RELEASED,
+                "commit": commit,
+                "run": "/".join(run),
+                "k": k,
+                "recall": decision.recall,
+                "embedding_version": str(report["embedding_version"].iloc[0]),
+                "table_versions": versions,
+                "questions_sha256": str(questions["questions_sha256"].iloc[0]) if len(questions) else "",
+                "previous_commit": current["commit"] if current else None,
+                "time": now,
+            }
+            write_release(release_dir, state, results)
+        live = state if decision.decision == RELEASED else current
+        row = {"commit": commit, "run": "/".join(run), "time": now, **decision_row(decision)}
+        history = append_history(release_dir, row)
+        context.log.info(f"release: {decision.decision}" + "".join(f"\n  - {r}" for r in decision.reasons))
+        files = [history] + [p for p in (release_dir / CURRENT, release_dir / QUESTIONS) if p.exists()]
+        return materialized(
+            config_digest(row | {"time": None}, versions if decision.decision == RELEASED else None),
+            {
+                "decision": decision.decision,
+                "run": "/".join(run),
+                f"recall@{k}": decision.recall,
+                "compared": decision.compared,
+                "live_commit": (live or {}).get("commit", ""),
+                "reasons": dg.MetadataValue.md(reasons_md(decision)),
+            },
+            files=files,
+            tags=live_tags(db_dir, live),
+            checks=[
+                dg.AssetCheckResult(
+                    check_name=GATE,
+                    passed=decision.decision == RELEASED,
+                    metadata={
+                        "decision": decision.decision,
+                        "reasons": dg.MetadataValue.md(reasons_md(decision)),
+                        "newly_missed": ", ".join(decision.newly_missed) or "none",
+                    },
+                )
+            ],
+        )
+
+    return release
+
+
+def decision_row(decision: Decision) -> dict:
+    return {
+        "decision": decision.decision,
+        "recall": decision.recall,
+        "reasons": decision.reasons,
+        "newly_missed": decision.newly_missed,
+    }
+
+
+def reasons_md(decision: Decision) -> str:
+    return "\n".join(f"- {r}" for r in decision.reasons) or "none: every rule holds"

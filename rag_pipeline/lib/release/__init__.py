@@ -1,0 +1,45 @@
+"""The release gate: whether a new index may be served, and the record of what is live."""
+
+from rag_pipeline.lib.release.gate import (
+    REJECTED,
+    RELEASED,
+    Decision,
+    decide,
+    found,
+    label_key,
+    question_results,
+    recall,
+)
+from rag_pipeline.lib.release.ledger import (
+    CURRENT,
+    CURRENT_KEYS,
+    HISTORY,
+    QUESTIONS,
+    RELEASE_DIR,
+    append_history,
+    read_current,
+    read_history,
+    read_released_questions,
+    write_release,
+)
+
+__all__ = [
+    "CURRENT",
+    "CURRENT_KEYS",
+    "HISTORY",
+    "QUESTIONS",
+    "REJECTED",
+    "RELEASED",
+    "RELEASE_DIR",
+    "Decision",
+    "append_history",
+    "decide",
+    "found",
+    "label_key",
+    "question_results",
+    "read_current",
+    "read_history",
+    "read_released_questions",
+    "recall",
+    "write_release",
+]

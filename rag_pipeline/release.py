@@ -1,0 +1,51 @@
+"""`python -m rag_pipeline.release`: the live release (commit, run, recall, when) and the last
+decision with its reasons. Exits 1 when the last decision was a rejection, 2 when nothing was
+decided yet, so CI can gate on it."""
+
+import os
+import sys
+
+from rag_pipeline.lib.core import location
+from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, read_current, read_history
+from rag_pipeline.settings import DEFAULT_DATA_DIR
+
+
+def release_dir():
+    return location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR)) / RELEASE_DIR
+
+
+def live_line(current: dict | None) -> str:
+    if current is None:
+        return "live: nothing released yet"
+    tables = ", ".join(f"{t} v{v}" for t, v in current["table_versions"].items())
+    return (
+        f"live: commit {current['commit'][:12]}, run {current['run']}, evidence recall@{current['k']} "
+        f"{current['recall']:.3f}, released {current['time']} ({tables})"
+    )
+
+
+def decision_lines(history) -> list[str]:
+    last = history.iloc[-1]
+    lines = [
+        f"last decision: {last['decision']} at {last['time']}, commit {last['commit'][:12]}, run {last['run']}, "
+        f"evidence recall {last['recall']:.3f}"
+    ]
+    lines += [f"  - {reason}" for reason in last["reasons"]]
+    if len(last["newly_missed"]):
+        lines.append(f"  newly missed: {', '.join(last['newly_missed'])}")
+    return lines
+
+
+def main() -> int:
+    where = release_dir()
+    history = read_history(where)
+    if not len(history):
+        print(f"{where}: no release decision yet; materialize `release` (make run) first", file=sys.stderr)
+        return 2
+    print(live_line(read_current(where)))
+    print("\n".join(decision_lines(history)))
+    return 1 if history.iloc[-1]["decision"] == REJECTED else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
