@@ -43,6 +43,8 @@ PAGES = {
     # clamps the depth to the longest path)
     "asset-lineage.png": "/assets/evaluation_summary?view=lineage&lineageScope=upstream&lineageDepth=100",
     "evaluation-summary.png": "/assets/evaluation_summary",
+    # the release decision, its reasons and the release_gate check
+    "release.png": "/assets/release",
     # make run's runs are runs of the job: its page and the timeline list them
     "job-runs.png": "/locations/__repository__@rag_pipeline.definitions/jobs/index_and_evaluate/runs",
     "timeline.png": "/overview/activity/timeline",

@@ -170,7 +170,7 @@ def test_a_chunker_version_bump_runs_only_its_lane_and_what_reads_every_lane(sma
     done, reused = done_and_reused(result)
     lane = {f"{stage}_fixed_500" for stage in ("chunks", "embeddings", "retrieval", "evaluation", "index")}
     # the summaries (and the answers, which read every retrieval) follow only if what they read changed
-    assert lane <= done <= lane | {"evaluation_summary", "serving_evaluation", "answers"}
+    assert lane <= done <= lane | {"evaluation_summary", "serving_evaluation", "answers", "release"}
     assert not (reused & lane) and "chunks_fixed_200" not in done | reused
 
 
@@ -186,7 +186,7 @@ def test_the_make_run_path_executes_only_what_is_stale(notes_repo, small_env):
     found, result = make_run(defs, instance)
     assert {k.to_user_string() for k in found.stale} == {"source_notes"}
     done, reused = done_and_reused(result)
-    # and the questions, whose gold status is taken at the indexed commit
+    # and the questions, whose gold status is taken at the indexed commit; the release decides anew
     assert done == {
         "source_notes",
         "cleaned_notes",
@@ -194,6 +194,7 @@ def test_the_make_run_path_executes_only_what_is_stale(notes_repo, small_env):
         "evaluation_summary",
         "serving_evaluation",
         "answers",
+        "release",
     }
     assert {"chunks_section", "embeddings_section", "retrieval_section", "index_section"} <= reused
     summary = pd.read_parquet(Path(small_env["RAG_DATA_DIR"]) / "reports" / "evaluation_summary.parquet")
