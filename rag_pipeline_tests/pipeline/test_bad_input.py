@@ -139,6 +139,15 @@ def test_answer_runs_are_read_without_spaces_or_empty_items():
             "error: RAG_ANSWER_RUNS: fixed-9/dense is not an evaluated run",
         ),
         ({"RAG_STRATEGIES": "fixed-9"}, "error: RAG_STRATEGIES"),
+        (
+            {"RAG_RELEASE_RUN": "section/bm25", "RAG_RETRIEVERS": "dense"},
+            "error: RAG_RELEASE_RUN: section/bm25 is not an evaluated run",
+        ),
+        (
+            {"RAG_RELEASE_RUN": "section/dense,fixed-200/dense"},
+            "error: RAG_RELEASE_RUN='section/dense,fixed-200/dense' is not valid: expected one strategy/retriever "
+            "run (default: the report's baseline) (one run, not a list)",
+        ),
     ],
 )
 def test_make_run_says_a_bad_setting_in_one_line(env, message, tmp_path):

@@ -66,6 +66,7 @@ def test_release_gate_on_the_bundled_corpus(tmp_path, monkeypatch, capsys):
 
     code, _, err = asked(monkeypatch, capsys, env, "WAL とは?")
     assert code == 2 and "nothing is released yet" in err
+    assert release.main() == 2 and "no release decision yet" in capsys.readouterr().err
 
     # a first release: the absolute checks only
     assert make_run(project_definitions(env), instance)[1].success
@@ -97,7 +98,6 @@ def test_release_gate_on_the_bundled_corpus(tmp_path, monkeypatch, capsys):
     table = open_table(data / "lancedb", "fixed_1000")
     assert table.version > first["table_versions"]["fixed_1000"]
     assert live_version(table) == first["table_versions"]["fixed_1000"]
-    monkeypatch.setenv("RAG_DATA_DIR", str(data))
     assert release.main() == 1
     assert "last decision: rejected" in capsys.readouterr().out
     code, out, _ = asked(monkeypatch, capsys, env, "WAL を使うと書き込みが速くなるのはなぜですか?")
