@@ -16,6 +16,7 @@ QUESTIONS = "notes/questions.parquet"
 GOLD_DRIFT = "notes/gold_drift.parquet"  # published as reports/gold_drift.parquet with the summary
 ANSWERS = "answers/answers.parquet"
 DB_DIR = "lancedb"
+SERVED_DIR = "served"  # exact searches of the served tables kept for the next evaluation
 REPORTS = "reports"
 # reports/ is published as a set by evaluation_summary; these files are written by other assets
 ANSWER_SUMMARY = "answer_summary.parquet"
