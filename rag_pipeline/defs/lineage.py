@@ -141,7 +141,28 @@ def stale_reason(
     """Why `key` is stale, or None when it is fresh. `current` holds parent versions known better
     than the instance does (sources just observed), `config` the settings the step runs under
     (default: those its code version names), `external` what a source asset read outside Dagster."""
-    last = last_materialization(instance, key)
+    return stale_since(
+        instance,
+        last_materialization(instance, key),
+        version,
+        parents,
+        current=current,
+        config=config,
+        external=external,
+    )
+
+
+def stale_since(
+    instance: dg.DagsterInstance,
+    last: Last | None,
+    version: str | None,
+    parents: Sequence[dg.AssetKey],
+    *,
+    current: Mapping[dg.AssetKey, str] | None = None,
+    config: str | None = None,
+    external: Mapping[str, object] | None = None,
+) -> str | None:
+    """`stale_reason` given the asset's latest materialization `last`."""
     if last is None:
         return "never materialized"
     if last.code_version != version:
@@ -181,11 +202,11 @@ def reuse(
     key = context.asset_key
     version = context.assets_def.code_versions_by_key[key]
     parents = sorted(context.assets_def.asset_deps[key], key=lambda k: k.to_user_string())
-    reason = stale_reason(context.instance, key, version, parents, config=config, external=external)
+    last = last_materialization(context.instance, key)
+    reason = stale_since(context.instance, last, version, parents, config=config, external=external)
     if reason is not None:
         context.log.info(f"{key.to_user_string()}: {reason}")
         return None
-    last = last_materialization(context.instance, key)
     kept = last.value(CHECKS) or {}
     replayed = [
         dg.AssetCheckResult(
