@@ -68,7 +68,7 @@ def measure(
         )
     vectors, _ = embedder.embed_questions(questions)
     kept_path = store.path(lanes.SERVED_DIR, f"{strategy.name}.parquet")
-    kept = KeptResults.load(kept_path, SERVED_STAMP)
+    kept = KeptResults.load(kept_path, served_stamp(model.embedding_version))
     rankings = dense_rankings(store.read(lanes.lane_path("retrieval", strategy), columns=RANKED), questions)
     frame = serving_eval(
         table, strategy.name, vectors, askers(questions), ann=serving.ann(), rankings=rankings, kept=kept
@@ -92,8 +92,12 @@ def dense_rankings(retrieval: pd.DataFrame, questions: pd.DataFrame) -> list[Ran
     return [lists.get(q, []) for q in questions["question_id"]]
 
 
-# what a kept exact search depends on besides its query, its asker and the table's rows
-SERVED_STAMP = json.dumps({"ks": list(KS), "prefilter": True, "format": 1})
+def served_stamp(embedding_version: str) -> str:
+    """What a kept exact search depends on besides its query vector, its asker and the table's
+    chunk ids: the vectors under those ids (a passage prefix can change them and not the query's)."""
+    return json.dumps(
+        {"ks": list(KS), "prefilter": True, "embedding_version": embedding_version, "format": 1}
+    )
 
 
 def verdict(frame: pd.DataFrame) -> dg.AssetCheckResult:

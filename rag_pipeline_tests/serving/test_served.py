@@ -178,3 +178,24 @@ def test_kept_searches_survive_a_reload_and_a_removed_result_row_is_searched_aga
     )
     assert kept.searched >= 1
     assert (got["recall_vs_exact"] == 1.0).all()
+
+
+def test_a_kept_search_against_other_vectors_under_the_same_ids_is_searched_again(tmp_path):
+    rng = np.random.default_rng(5)
+    frame = corpus(30, 4, "v1", rng, 0)
+    vectors = vectors_for(frame, 0)
+    queries = vectors[:4]
+    groups = [None] * 4
+    table = table_of(tmp_path, frame, vectors)
+    kept = KeptResults("stamp")
+    serving_eval(
+        table, "s", queries, groups, rankings=rankings(frame, vectors, queries, 50, groups), kept=kept
+    )
+    # another passage embedder: the same chunk ids, other vectors, the same query vectors
+    other = unit(np.random.default_rng(9).normal(size=vectors.shape))
+    table = table_of(tmp_path, frame.assign(embedding_version="e2"), other)
+    ranked = rankings(frame, other, queries, 50, groups)
+    got = serving_eval(table, "s", queries, groups, rankings=ranked, kept=kept)
+    assert kept.searched == 4
+    want = serving_eval(table, "s", queries, groups)
+    pd.testing.assert_frame_equal(got.drop(columns=MEASURED), want.drop(columns=MEASURED))

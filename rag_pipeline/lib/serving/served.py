@@ -107,6 +107,10 @@ def reusable(
     for k in ks:
         if k < len(similarity) and similarity[k - 1] - similarity[k] <= MARGIN:
             return False
+    now = dict(ranking)
+    for chunk_id, was in zip(kept.ids, similarity):
+        if chunk_id in now and abs(now[chunk_id] - was) > MARGIN:
+            return False  # not the vectors it was searched against
     returned = set(kept.ids)
     outside = next((s for c, s in ranking if c not in returned), None)
     if outside is None:
