@@ -209,6 +209,9 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
             **{c: shown[c].round().astype(int) for c in ("latency_p50_ms", "latency_p95_ms")}
         )
         context.log.info(f"serving evaluation:\n{to_markdown(shown)}")
+        context.log.info(
+            f"questions searched exactly, per table (the others' results cannot have changed): {searched}"
+        )
         at_k = frame[frame["k"] == RECALL_K]
         return materialized(
             content_version(frame, MEASURED),
