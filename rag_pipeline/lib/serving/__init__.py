@@ -1,4 +1,5 @@
-"""The served LanceDB tables: incremental syncs, filtered search, and how well they serve."""
+"""The served LanceDB tables: incremental syncs, filtered search, how well they serve, and the live
+version applications read."""
 
 from rag_pipeline.lib.serving.live import (
     DB_DIR,
@@ -9,7 +10,7 @@ from rag_pipeline.lib.serving.live import (
     table_key,
     tag_live,
 )
-from rag_pipeline.lib.serving.measure import MIN_RECALL, RECALL_K, serving_eval, serving_problems
+from rag_pipeline.lib.serving.measure import KS, MIN_RECALL, RECALL_K, serving_eval, serving_problems
 from rag_pipeline.lib.serving.search import (
     AnnConfig,
     access_filter,
@@ -18,15 +19,19 @@ from rag_pipeline.lib.serving.search import (
     search,
     search_rows,
 )
+from rag_pipeline.lib.serving.served import KeptResults, Ranking, truth_from_ranking
 from rag_pipeline.lib.serving.tables import serving_rows, sync_table
 
 __all__ = [
     "DB_DIR",
+    "KS",
     "LIVE",
     "MIN_RECALL",
     "RECALL_K",
     "AnnConfig",
+    "KeptResults",
     "NotReleased",
+    "Ranking",
     "access_filter",
     "index_kind",
     "live_version",
@@ -40,4 +45,5 @@ __all__ = [
     "sync_table",
     "table_key",
     "tag_live",
+    "truth_from_ranking",
 ]

@@ -12,6 +12,15 @@ import pandas as pd
 from rag_pipeline.lib.core import readable_mask, vector_matrix
 from rag_pipeline.lib.retrieval import top_k
 from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, index_kind, search
+from rag_pipeline.lib.serving.served import (
+    KeptResults,
+    Ranking,
+    Served,
+    TableRows,
+    query_key,
+    reusable,
+    truth_from_ranking,
+)
 
 KS = (1, 5, 10)
 MIN_RECALL = 0.95  # recall_vs_exact at RECALL_K
@@ -49,46 +58,88 @@ def serving_eval(
     ks: Sequence[int] = KS,
     ann: AnnConfig = DEFAULT_ANN,
     prefilter: bool = True,
+    rankings: Sequence[Ranking] | None = None,
+    kept: KeptResults | None = None,
 ) -> pd.DataFrame:
     """Per (index_type, k): recall of the served top-k against exact top-k over the readable
     rows, share of under-filled answers, and per-query latency. `exact` bypasses the index;
     the table's ANN index, when it has one, is measured too. Each question is searched once, for
     the largest k (its smaller top-k are that answer's prefix), so the latency columns are those of
-    a top-max(ks) search."""
+    a top-max(ks) search.
+
+    `rankings` (each question's exact ranking of its readable rows, e.g. the retrieval lane's
+    `dense`) stand for the brute force over the table when they determine it; with `kept` (the
+    exact searches of earlier runs, updated here) a question whose exact served result cannot have
+    changed is not searched again, and its latency is that of its last search (see `served`)."""
     if len(query_vectors) != len(groups):
         raise ValueError(f"serving eval of {strategy}: {len(query_vectors)} queries but {len(groups)} askers")
-    truth, n_readable = exact_top_k(table, query_vectors, max(ks), groups)
+    rows = TableRows.read(table)
+    n_readable = rows.n_readable(groups)
+    truth = None if rankings is None else truth_from_ranking(rows, rankings, n_readable, max(ks))
+    if truth is None:
+        rankings = None  # nothing to reuse by either
+        truth, n_readable = exact_top_k(table, query_vectors, max(ks), groups)
     kinds = ["exact"] + ([] if index_kind(table) == "exact" else [index_kind(table)])
-    rows = []
+    out = []
     for kind in kinds:
         exact = kind == "exact"
-        if len(query_vectors):  # the first query loads the index into LanceDB's cache: keep it untimed
-            search(table, query_vectors[:1], 1, groups[0], exact=exact, ann=ann)
-        answers, latency = [], []
-        for q, g in zip(query_vectors, groups):
+        keys = [query_key(q, g) for q, g in zip(query_vectors, groups)]
+        results = kept.results if kept is not None and exact and rankings is not None else {}
+        todo = [
+            i
+            for i, key in enumerate(keys)
+            if not reusable(results.get(key), rows, rankings and rankings[i], int(n_readable[i]), ks)
+        ]
+        if todo:  # the first query loads the index into LanceDB's cache: keep it untimed
+            search(table, query_vectors[todo[0]], 1, groups[todo[0]], exact=exact, ann=ann)
+        again = set(todo)
+        served = {i: results[keys[i]] for i in range(len(keys)) if i not in again}
+        for i in todo:
             started = time.perf_counter()
-            (hits,) = search(table, q, max(ks), g, prefilter=prefilter, exact=exact, ann=ann)
-            latency.append((time.perf_counter() - started) * 1000)
-            answers.append(list(hits.chunk_ids))
-        for k in ks:
-            recalls, underfilled = [], []
-            for got, want, n in zip(answers, truth, n_readable):
-                underfilled.append(len(got[:k]) < k <= n)
-                if n:
-                    recalls.append(len(set(got[:k]) & set(want[:k])) / min(k, n))
-            rows.append(
-                {
-                    "strategy": strategy,
-                    "index_type": kind,
-                    "k": k,
-                    "recall_vs_exact": float(np.mean(recalls)) if recalls else float("nan"),
-                    "underfilled": float(np.mean(underfilled)) if underfilled else float("nan"),
-                    "latency_p50_ms": float(np.percentile(latency, 50)) if latency else float("nan"),
-                    "latency_p95_ms": float(np.percentile(latency, 95)) if latency else float("nan"),
-                    "n_questions": len(query_vectors),
-                }
+            (hits,) = search(
+                table, query_vectors[i], max(ks), groups[i], prefilter=prefilter, exact=exact, ann=ann
             )
-    return pd.DataFrame(rows)
+            served[i] = Served(
+                list(hits.chunk_ids), list(hits.distances), (time.perf_counter() - started) * 1000
+            )
+        if exact and kept is not None:
+            kept.results = {keys[i]: served[i] for i in range(len(keys))}
+            kept.searched = len(todo)
+        answers = [served[i].ids for i in range(len(keys))]
+        latency = [served[i].latency_ms for i in range(len(keys))]
+        out += recall_rows(strategy, kind, ks, answers, truth, n_readable, latency)
+    return pd.DataFrame(out)
+
+
+def recall_rows(
+    strategy: str,
+    kind: str,
+    ks: Sequence[int],
+    answers: list[list[str]],
+    truth: list[list[str]],
+    n_readable: np.ndarray,
+    latency: list[float],
+) -> list[dict]:
+    rows = []
+    for k in ks:
+        recalls, underfilled = [], []
+        for got, want, n in zip(answers, truth, n_readable):
+            underfilled.append(len(got[:k]) < k <= n)
+            if n:
+                recalls.append(len(set(got[:k]) & set(want[:k])) / min(k, n))
+        rows.append(
+            {
+                "strategy": strategy,
+                "index_type": kind,
+                "k": k,
+                "recall_vs_exact": float(np.mean(recalls)) if recalls else float("nan"),
+                "underfilled": float(np.mean(underfilled)) if underfilled else float("nan"),
+                "latency_p50_ms": float(np.percentile(latency, 50)) if latency else float("nan"),
+                "latency_p95_ms": float(np.percentile(latency, 95)) if latency else float("nan"),
+                "n_questions": len(answers),
+            }
+        )
+    return rows
 
 
 def serving_problems(frame: pd.DataFrame) -> list[str]:
