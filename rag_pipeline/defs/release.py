@@ -141,7 +141,7 @@ def release_asset(
         serving: ServingResource,
         store: DataStore,
     ) -> dg.MaterializeResult:
-        k = release.k
+        k, name = release.k, "/".join(run)
         questions = usable(store.read(lanes.QUESTIONS))
         askers = {
             str(q): asker_groups(row) for q, row in zip(questions["question_id"], questions.itertuples())
@@ -166,7 +166,7 @@ def release_asset(
         problems += serving_problems(report[report["strategy"] == run[0]])
         if run[1] not in evaluated:
             problems.append(
-                f"the release run {'/'.join(run)} was not evaluated (retrievers of {run[0]}: "
+                f"the release run {name} was not evaluated (retrievers of {run[0]}: "
                 f"{', '.join(sorted(evaluated)) or 'none'})"
             )
 
@@ -176,12 +176,12 @@ def release_asset(
         commit = str(report["commit"].iloc[0])
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         if decision.decision == RELEASED:
-            for name, version in versions.items():
-                tag_live(tables[name], version)
+            for key, version in versions.items():
+                tag_live(tables[key], version)
             state = {
                 "decision": RELEASED,
                 "commit": commit,
-                "run": "/".join(run),
+                "run": name,
                 "k": k,
                 "recall": decision.recall,
                 "embedding_version": str(report["embedding_version"].iloc[0]),
@@ -192,7 +192,7 @@ def release_asset(
             }
             write_release(release_dir, state, results)
         live = state if decision.decision == RELEASED else current
-        row = {"commit": commit, "run": "/".join(run), "time": now, **decision_row(decision)}
+        row = {"commit": commit, "run": name, "time": now, **decision_row(decision)}
         history = append_history(release_dir, row)
         context.log.info(f"release: {decision.decision}" + "".join(f"\n  - {r}" for r in decision.reasons))
         files = [history] + [p for p in (release_dir / CURRENT, release_dir / QUESTIONS) if p.exists()]
@@ -200,7 +200,7 @@ def release_asset(
             config_digest(row | {"time": None}, versions if decision.decision == RELEASED else None),
             {
                 "decision": decision.decision,
-                "run": "/".join(run),
+                "run": name,
                 f"recall@{k}": decision.recall,
                 "compared": decision.compared,
                 "live_commit": (live or {}).get("commit", ""),
