@@ -18,6 +18,7 @@ import os
 import random
 import resource
 import tempfile
+import threading
 import time
 from dataclasses import replace
 from functools import partial
@@ -105,6 +106,42 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # ru_maxrss is in KiB on Linux
 
 
+class RssSampler(threading.Thread):
+    """Samples this process's resident set every 50 ms, to name the step at the peak."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[tuple[float, float]] = []  # (unix time, GB)
+        self.stop = threading.Event()
+        self.page = os.sysconf("SC_PAGE_SIZE")
+
+    def run(self) -> None:
+        while not self.stop.wait(0.05):
+            with open("/proc/self/statm") as statm:
+                resident = int(statm.read().split()[1])
+            self.samples.append((time.time(), resident * self.page / 1024**3))
+
+    def peak_step(self, instance: dg.DagsterInstance, result) -> tuple[str, float]:
+        """The step running when the resident set peaked, and that peak."""
+        if not self.samples or result is None:
+            return ("-", 0.0)
+        at, gb = max(self.samples, key=lambda s: s[1])
+        started: dict[str, float] = {}
+        for entry in instance.all_logs(result.run_id):
+            event = entry.dagster_event
+            if event is None or event.step_key is None:
+                continue
+            if event.event_type_value == "STEP_START":
+                started[event.step_key] = entry.timestamp
+            elif (
+                event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE")
+                and event.step_key in started
+                and started[event.step_key] <= at <= entry.timestamp
+            ):
+                return (event.step_key, gb)
+        return ("between steps", gb)
+
+
 def strategies_for(bumped: bool) -> list:
     strategies = list(STRATEGIES.values())
     if not bumped:
@@ -122,6 +159,8 @@ def scenario(env: dict, path: str, bumped: bool, out) -> None:
     """One re-index in this (fresh) process: `plan` is make run's path, `all` selects every asset."""
     os.environ.update(env)
     instance = dg.DagsterInstance.get()
+    sampler = RssSampler()
+    sampler.start()
     started = time.perf_counter()
     resources = resources_from_env(env)
     defs = dg.Definitions(
@@ -140,7 +179,8 @@ def scenario(env: dict, path: str, bumped: bool, out) -> None:
         keys = list(graph.materializable_asset_keys)
         result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False)
     seconds = time.perf_counter() - started
-    steps, embedded, largest = 0, 0, ("-", 0.0)
+    sampler.stop.set()
+    steps, embedded, durations = 0, 0, {}
     if result is not None:
         assert result.success, path
         for event in result.get_asset_materialization_events():
@@ -149,9 +189,9 @@ def scenario(env: dict, path: str, bumped: bool, out) -> None:
             embedded += meta["texts_embedded"].value if "texts_embedded" in meta else 0
         for event in result.all_events:
             if event.event_type_value == "STEP_SUCCESS":
-                took = event.event_specific_data.duration_ms / 1000
-                largest = max(largest, (event.step_key, took), key=lambda x: x[1])
-    out.put((seconds, embedded, steps, peak_rss_gb(), largest))
+                durations[event.step_key] = event.event_specific_data.duration_ms / 1000
+    slowest = sorted(durations.items(), key=lambda x: -x[1])[:6] or [("-", 0.0)]
+    out.put((seconds, embedded, steps, peak_rss_gb(), slowest, sampler.peak_step(instance, result)))
 
 
 def run(env: dict, path: str, bumped: bool = False) -> tuple:
@@ -213,12 +253,15 @@ def main() -> None:
     for notes in args.notes:
         rows = bench(notes, args.chars, args.embedder, args.ann_min_rows)
         cold = rows[0][1]
-        for name, seconds, embedded, steps, rss, (step, took) in rows:
+        for name, seconds, embedded, steps, rss, slowest, (peak, gb) in rows:
+            step, took = slowest[0]
             print(
                 f"{notes:6d} {name:36s} {seconds:8.2f} {seconds / cold:10.3f} {embedded:15d}"
                 f" {steps:6d} {rss:12.2f}  {step} {took:.1f} s",
                 flush=True,
             )
+            others = ", ".join(f"{s} {t:.1f} s" for s, t in slowest[1:])
+            print(f"{'':6s}   next slowest: {others or '-'}; running at peak RSS: {peak} ({gb:.2f} GB)")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 """Chunk stage: one asset per strategy, so each chunker has its own code version."""
 
 import dagster as dg
-import pandas as pd
 
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.assets import stage_asset
@@ -34,14 +33,13 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
     def _chunks(context: dg.AssetExecutionContext, store: DataStore):
         cleaned = store.read(lanes.CLEANED_NOTES)
         previous = store.previous(relative)
-        rows, changes = rebuild_by_note(
-            [] if previous is None else previous.to_dict("records"),
-            [n | {"chunker_version": strategy.version} for n in cleaned.to_dict("records")],
-            key=lambda r: f"{r.get('source_version')}|{r.get('cleaner_version')}|{r.get('chunker_version')}",
+        frame, changes = rebuild_by_note(
+            previous,
+            cleaned.assign(chunker_version=strategy.version),
+            key=["source_version", "cleaner_version", "chunker_version"],
             build=lambda n: chunk_cleaned_note(strategy, n),
-            refresh=lambda row, note: row | {"commit": note["note_commit"]},
+            refresh={"commit": "note_commit"},
         )
-        frame = pd.DataFrame(rows)
         before = set() if previous is None else set(previous["chunk_id"])
         after = set(frame["chunk_id"])
         counts = changes.counts() | {
@@ -51,7 +49,8 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
             "chunks_removed": len(before - after),
         }
         context.log.info(f"{name}: {counts}")
-        problems = coverage_problems(rows, dict(zip(cleaned["note"], cleaned["text"])), strategy.overlapping)
+        spans = frame[["chunk_id", "note", "start", "end", "text"]].to_dict("records")
+        problems = coverage_problems(spans, dict(zip(cleaned["note"], cleaned["text"])), strategy.overlapping)
         path = store.write(frame, relative)
         check = dg.AssetCheckResult(
             check_name="chunks_reproduce_notes",

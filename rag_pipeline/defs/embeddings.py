@@ -17,7 +17,7 @@ from rag_pipeline.lib.core import (
     vector_column,
     write_table,
 )
-from rag_pipeline.lib.embedding import VectorStore, progress_reporter, vector_problems
+from rag_pipeline.lib.embedding import ROW_GROUP, VectorStore, progress_reporter, vector_problems
 from rag_pipeline.lib.retrieval import contextual_text
 
 
@@ -73,9 +73,10 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
             {"embedding_version": model.embedding_version, "dim": str(model.dim)}
         )
         path = store.path(lanes.embeddings_path(model.embedding_version, strategy))
-        # rewritten on every change of the lane, and read by retrieval and the index: vectors barely
-        # compress, and uncompressed they are written and read about twice as fast
-        write_table(table, path, **VectorStore.write_options)
+        # rewritten on every change of the lane; retrieval and the index read only the row groups
+        # of new chunks. Vectors barely compress, and uncompressed they are written and read about
+        # twice as fast
+        write_table(table, path, row_group_size=ROW_GROUP, **VectorStore.write_options)
         context.log.info(
             f"{name}: {embedded} texts sent to the embedder, {len(texts) - embedded} vectors reused "
             f"({model.embedding_version})"

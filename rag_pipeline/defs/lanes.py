@@ -3,10 +3,9 @@ one check that a lane's embeddings exist and match its chunks."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.core import parquet_file, read_table, vector_matrix, version_key
+from rag_pipeline.lib.core import version_key
+from rag_pipeline.lib.embedding import LaneVectors
 from rag_pipeline.lib.release import RELEASE_DIR
 from rag_pipeline.lib.serving import DB_DIR as LANCEDB_DIR
 from rag_pipeline.lib.serving import table_key
@@ -66,10 +65,10 @@ def read_vectors(
     strategy: Strategy,
     chunk_ids: list[str],
     contextual: bool,
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> tuple[LaneVectors, LaneVectors | None]:
     """The strategy's passage vectors (and contextual ones, when asked and built) in the order of
-    `chunk_ids`, from its embeddings file; an error naming the asset to materialize when the file is
-    missing or holds other chunks."""
+    `chunk_ids`, from its embeddings file, read by row group as they are indexed; an error naming
+    the asset to materialize when the file is missing or holds other chunks."""
     path = store.path(embeddings_path(embedding_version, strategy))
     asset = lane_key("embeddings", strategy)
     if not path.exists():
@@ -77,12 +76,10 @@ def read_vectors(
             f"{path}: no embeddings of {strategy.name!r} for embedding_version {embedding_version!r}; "
             f"materialize {asset} first"
         )
-    columns = ["chunk_id", "vector"] + (["vector_ctx"] if contextual else [])
-    names = set(parquet_file(path).schema_arrow.names)
-    table = read_table(path, columns=[c for c in columns if c in names])
-    if table.column("chunk_id").to_pylist() != chunk_ids:
+    plain = LaneVectors(path, "vector", dim)
+    if plain.file.read(columns=["chunk_id"]).column(0).to_pylist() != chunk_ids:
         raise ValueError(
             f"{path} holds other chunks than {lane_key('chunks', strategy)}: materialize {asset}"
         )
-    ctx = vector_matrix(table.column("vector_ctx"), dim) if "vector_ctx" in table.column_names else None
-    return vector_matrix(table.column("vector"), dim), ctx
+    built = contextual and "vector_ctx" in plain.file.schema_arrow.names
+    return plain, LaneVectors(path, "vector_ctx", dim) if built else None

@@ -26,11 +26,11 @@ from rag_pipeline.lib.serving import (
     MIN_RECALL,
     RECALL_K,
     KeptResults,
+    LazyRows,
     Ranking,
     open_table,
     serving_eval,
     serving_problems,
-    serving_rows,
     sync_table,
 )
 
@@ -143,7 +143,7 @@ def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.Asset
         )
         frame = chunks.assign(embedding_version=model.embedding_version)
         db_dir = store.path(lanes.DB_DIR)
-        synced = sync_table(db_dir, table_name, serving_rows(frame, vectors), ann=serving.ann())
+        synced = sync_table(db_dir, table_name, LazyRows(frame, vectors), ann=serving.ann())
         context.log.info(f"{lanes.lane_key('index', strategy)}: {synced}")
         return materialized(
             content_version(frame, TABLE_CONTENT),

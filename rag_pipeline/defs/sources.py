@@ -11,7 +11,7 @@ from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.lineage import materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.core import content_version, rebuild_by_note
-from rag_pipeline.lib.sources import CLEANER_VERSION, clean_note
+from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, SourceNote, clean_note
 
 HEAD = dg.AssetKey("notes_head")
 QUESTIONS_FILE = dg.AssetKey("questions_file")
@@ -54,11 +54,27 @@ def note_commits(
     return {p: found.get(p) or known.get(p) or commit for p in paths}
 
 
+def known_notes(previous: pd.DataFrame | None) -> dict[tuple[str, str], SourceNote]:
+    """The previous build's notes by (path, blob sha), when the same reader made them."""
+    if (
+        previous is None
+        or "reader_version" not in previous
+        or (previous["reader_version"] != READER_VERSION).any()
+    ):
+        return {}
+    return {
+        (r.path, r.source_version): SourceNote(
+            r.note, r.path, r.commit, r.source_version, r.title, r.raw, tuple(r.access)
+        )
+        for r in previous.itertuples()
+    }
+
+
 def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
     @stage_asset(
         "source_notes",
         group="sources",
-        version="source-v3",
+        version=f"source-v4+{READER_VERSION}",
         config=lambda notes_repo: notes_repo.version(),
         external=lambda notes_repo: {"commit": notes_repo.head()},
         resources=resources,
@@ -70,8 +86,9 @@ def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
     def _source_notes(context: dg.AssetExecutionContext, notes_repo: NotesRepository, store: DataStore):
         commit = notes_repo.head()
         previous = store.previous(lanes.SOURCE_NOTES)
-        notes = notes_repo.read(commit)
+        notes = notes_repo.read(commit, known_notes(previous))
         frame = pd.DataFrame([n.__dict__ | {"access": list(n.access)} for n in notes])
+        frame["reader_version"] = READER_VERSION
         changed = note_commits(notes_repo, commit, frame["path"].tolist(), previous)
         frame["note_commit"] = frame["path"].map(changed)
         since = previous["commit"].iloc[0] if previous is not None and len(previous) else None
@@ -117,16 +134,13 @@ def _cleaned(note: dict) -> list[dict]:
 def cleaned_notes(context: dg.AssetExecutionContext, store: DataStore):
     source = store.read(lanes.SOURCE_NOTES)
     previous = store.previous(lanes.CLEANED_NOTES)
-    rows, changes = rebuild_by_note(
-        [] if previous is None else previous.to_dict("records"),
-        [n | {"cleaner_version": CLEANER_VERSION} for n in source.to_dict("records")],
-        key=lambda r: f"{r.get('source_version')}|{r.get('cleaner_version')}",
+    frame, changes = rebuild_by_note(
+        previous,
+        source.assign(cleaner_version=CLEANER_VERSION),
+        key=["source_version", "cleaner_version"],
         build=_cleaned,
-        refresh=lambda row, note: (
-            row | {"commit": note["commit"], "path": note["path"], "note_commit": note["note_commit"]}
-        ),
+        refresh={"commit": "commit", "path": "path", "note_commit": "note_commit"},
     )
-    frame = pd.DataFrame(rows)
     empty = sorted(frame.loc[frame["text"].str.strip() == "", "path"])
     if empty:
         context.log.warning(f"{len(empty)} note(s) hold no text after cleaning: {', '.join(empty)}")

@@ -18,7 +18,10 @@ from rag_pipeline.lib.retrieval import (
     retrieve,
     retrieve_incremental,
 )
+from rag_pipeline.lib.retrieval import bm25_terms
 from rag_pipeline.lib.retrieval import incremental as incremental_retrieval
+from rag_pipeline.lib.retrieval.bm25_terms import question_bm25
+from rag_pipeline.lib.retrieval.lexical import BM25
 from rag_pipeline.lib.sources import clean_note
 
 EVERY = [f"{r}{ctx}{parent}" for r in RANKERS for ctx in ("", "+ctx") for parent in ("", "+parent")]
@@ -231,3 +234,19 @@ def test_a_kept_list_is_trusted_only_down_to_its_last_survivor(tmp_path):
     run(["a", "b", "c", "d", "e", "f"])  # kept: a, b
     run(["b", "c", "d", "e", "f", "n"])  # a gone, n new: c, d, e rank between b and n
     run(["c", "d", "e", "f", "n"])  # b gone: the answer is c, which the list never held
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_bm25_counted_in_batches_scores_as_counted_at_once(tmp_path, monkeypatch, store):
+    """The term columns are counted a batch of texts at a time (memory follows the batch): the
+    scores are those of one BM25 over every text."""
+    notes = {f"n{i}": note(i, w) for i, w in enumerate(WORDS)}
+    analyzer = make_analyzer("char")
+    tokens = [analyzer.tokens(q) for q in QUESTIONS]
+    extra = {"token_store": TokenStore(tmp_path / "tokens", analyzer)} if store else {}
+    index = index_of(notes, strategy(40), analyzer=analyzer, **extra)
+    assert len(index.chunks) > 3 * 5
+    monkeypatch.setattr(bm25_terms, "BATCH", 5)
+    batched = question_bm25(index, False, tokens, tmp_path / "terms.parquet").score_matrix(tokens)
+    whole = BM25.from_tokens([analyzer.tokens(t) for t in index.texts(False)]).score_matrix(tokens)
+    assert np.array_equal(batched, whole)

@@ -8,8 +8,11 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from rag_pipeline.lib.core import vector_column, write_table
+from rag_pipeline.lib.embedding import LaneVectors
 from rag_pipeline.lib.serving import (
     AnnConfig,
+    LazyRows,
     index_kind,
     open_table,
     search,
@@ -225,3 +228,30 @@ def test_a_sync_repairs_a_table_holding_a_chunk_id_twice(tmp_path):
     result = sync_table(tmp_path, "fixed_1000", rows, retain=NOW)
     served = open_table(tmp_path, "fixed_1000").search().limit(None).to_arrow()["chunk_id"].to_pylist()
     assert sorted(served) == sorted(frame["chunk_id"]) and result["ids_repaired"] == 3
+
+
+def test_a_sync_from_lazy_rows_reads_only_the_vectors_it_writes(tmp_path):
+    """An edit of one note among many writes that note's rows: the others' vectors are not read."""
+    frame = chunks({f"n{i}": [] for i in range(40)}, per_note=5)
+    path = tmp_path / "lane.parquet"
+    matrix = unit(np.random.default_rng(0).normal(size=(len(frame), DIM)))
+    write_table(pa.table({"vector": vector_column(matrix)}), path, row_group_size=20)
+    sync_table(tmp_path / "db", "t", LazyRows(frame, LaneVectors(path, "vector", DIM)), retain=NOW)
+    edited = frame.copy()
+    edited.loc[edited["note"] == "n7", "commit"] = "c2"  # rows 35-39: one group of 20 rows
+    edited = edited[edited["note"] != "n30"]  # deleted: its rows are not read either
+    kept = matrix[edited.index.to_numpy()]
+    write_table(pa.table({"vector": vector_column(kept)}), path, row_group_size=20)
+    lazy = LaneVectors(path, "vector", DIM)
+    result = sync_table(tmp_path / "db", "t", LazyRows(edited, lazy), retain=NOW)
+    assert (result["rows_added"], result["rows_updated"], result["rows_removed"]) == (0, 5, 5)
+    assert lazy.groups_read == 1
+    table = open_table(tmp_path / "db", "t").to_arrow()
+    assert sorted(table["chunk_id"].to_pylist()) == sorted(edited["chunk_id"])
+    assert set(table.filter(pa.compute.equal(table["note"], "n7"))["commit"].to_pylist()) == {"c2"}
+    assert rows_equal(table, serving_rows(edited, kept))
+
+
+def rows_equal(a: pa.Table, b: pa.Table) -> bool:
+    order = lambda t: t.select(b.schema.names).sort_by("chunk_id")  # noqa: E731
+    return order(a).equals(order(b).cast(order(a).schema))

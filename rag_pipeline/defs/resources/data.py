@@ -2,7 +2,7 @@
 
 import hashlib
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -108,8 +108,11 @@ class NotesRepository(FromSettings):
         """The full sha that `ref` (default: the configured one) names now, after a fetch for a URL."""
         return resolve_commit(self.open(), ref or self.ref).hexsha
 
-    def read(self, commit: str) -> list[SourceNote]:
-        return read_notes(resolve_commit(self.open(), commit), self.glob, self.exclude)
+    def read(
+        self, commit: str, known: Mapping[tuple[str, str], SourceNote] | None = None
+    ) -> list[SourceNote]:
+        """The notes at `commit`; those in `known` (path, blob sha) are not read again (`read_notes`)."""
+        return read_notes(resolve_commit(self.open(), commit), self.glob, self.exclude, known)
 
     def last_changes(self, commit: str, paths: set[str], since: str | None) -> dict[str, str]:
         """Per path, the newest commit at or before `commit` that changed it (`sources.last_changes`)."""

@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 
@@ -46,26 +47,50 @@ def content_version(frame: pd.DataFrame, columns: list[str]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-def rebuild_by_note(
-    previous: list[dict],
-    notes: list[dict],
-    key: Callable[[dict], str],
-    build: Callable[[dict], list[dict]],
-    refresh: Callable[[dict, dict], dict],
-) -> tuple[list[dict], NoteChanges]:
-    """Rows for `notes`, in their order: a note whose `key` equals that of its previous rows keeps
-    them (passed through `refresh(row, note)`), any other note's rows come from `build(note)`.
+def _keys(frame: pd.DataFrame, columns: list[str]) -> pd.Series | None:
+    """Each row's version key (its `columns` joined), None when a column is missing."""
+    if any(c not in frame.columns for c in columns):
+        return None
+    joined = frame[columns[0]].astype(str)
+    for column in columns[1:]:
+        joined = joined + "|" + frame[column].astype(str)
+    return joined
 
-    A row written before a key's field existed gives None there, so nothing of it is reused."""
-    kept: dict[str, list[dict]] = {}
-    for row in previous:
-        kept.setdefault(row["note"], []).append(row)
-    changes = note_changes({n: key(rows[0]) for n, rows in kept.items()}, {n["note"]: key(n) for n in notes})
-    reuse = set(changes.unchanged)
-    rows: list[dict] = []
-    for note in notes:
-        if note["note"] in reuse:
-            rows += [refresh(row, note) for row in kept[note["note"]]]
-        else:
-            rows += build(note)
-    return rows, changes
+
+def rebuild_by_note(
+    previous: pd.DataFrame | None,
+    notes: pd.DataFrame,
+    key: list[str],
+    build: Callable[[dict], list[dict]],
+    refresh: dict[str, str],
+) -> tuple[pd.DataFrame, NoteChanges]:
+    """Rows for `notes`, in their order: a note whose `key` columns equal those of its previous
+    rows keeps them, with the `refresh` columns ({row column: note column}) taken from the note;
+    any other note's rows come from `build(note)` (the note as a dict). Only rebuilt notes are
+    handled row by row, so an edit costs its notes plus vectorized work over the rest.
+
+    A row written before a key column existed has none, so nothing of it is reused."""
+    current = _keys(notes, key)
+    if current is None:
+        raise KeyError(f"notes lack a key column of {key}")
+    before: dict[str, str] = {}
+    if previous is not None and len(previous):
+        first = previous.drop_duplicates("note")
+        old = _keys(first, key)
+        before = {} if old is None else dict(zip(first["note"], old))
+    changes = note_changes(before, dict(zip(notes["note"], current)))
+    reuse = notes["note"].isin(set(changes.unchanged))
+    built = pd.DataFrame([row for note in notes[~reuse].to_dict("records") for row in build(note)])
+    parts = [built] if len(built) else []
+    if reuse.any():
+        kept = previous[previous["note"].isin(set(changes.unchanged))].copy()
+        for column, source in refresh.items():
+            kept[column] = kept["note"].map(dict(zip(notes["note"], notes[source])))
+        parts.insert(0, kept)
+    if not parts:
+        return pd.DataFrame(), changes
+    columns = list(built.columns) if len(built) else list(parts[0].columns)
+    frame = pd.concat(parts, ignore_index=True)[columns]
+    position = dict(zip(notes["note"], range(len(notes))))
+    order = np.argsort(frame["note"].map(position).to_numpy(), kind="stable")
+    return frame.iloc[order].reset_index(drop=True), changes

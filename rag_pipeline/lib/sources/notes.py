@@ -9,13 +9,17 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import git
 
 from rag_pipeline.lib.sources.frontmatter import FrontMatterError, split_front_matter, title_of
+
+# bumped whenever what `read_notes` makes of a blob changes (title, access): notes of another
+# reader version are read again, never reused
+READER_VERSION = "reader-v1"
 
 
 class NotesSourceError(ValueError):
@@ -136,38 +140,62 @@ def resolve_commit(repo: git.Repo, ref: str) -> git.Commit:
         raise NotesSourceError(f"{repo.git_dir}: ref {ref!r} does not name a commit") from exc
 
 
-def note_blobs(commit: git.Commit, glob: str, exclude: Sequence[str]) -> Iterator[git.Blob]:
-    """Every blob matching `glob` and no `exclude` pattern (matched on the path or the file name)."""
+def note_entries(commit: git.Commit, glob: str, exclude: Sequence[str]) -> list[tuple[str, str]]:
+    """(path, blob sha) of every file matching `glob` and no `exclude` pattern (matched on the
+    path or the file name), listed by one `git ls-tree` (the tree is not walked in Python)."""
     include = glob_regex(glob)
     excluded = [glob_regex(p) for p in exclude]
-    for item in commit.tree.traverse():
-        if item.type != "blob" or not include.match(item.path):
+    listing = commit.repo.git.ls_tree("-r", "-z", "--full-tree", commit.hexsha, stdout_as_string=False)
+    entries = []
+    for line in listing.decode("utf-8", "surrogateescape").split("\0"):
+        if not line:
             continue
-        if any(p.match(item.path) or p.match(PurePosixPath(item.path).name) for p in excluded):
+        meta, path = line.split("\t", 1)
+        _, kind, sha = meta.split()
+        if kind != "blob" or not include.match(path):
             continue
-        yield item
+        if any(p.match(path) or p.match(PurePosixPath(path).name) for p in excluded):
+            continue
+        entries.append((path, sha))
+    return entries
 
 
-def read_notes(commit: git.Commit, glob: str, exclude: list[str]) -> list[SourceNote]:
-    """Every note `note_blobs` finds, with its title and access groups from the front matter."""
+def note_blobs(commit: git.Commit, glob: str, exclude: Sequence[str]) -> Iterator[git.Blob]:
+    """The blobs of `note_entries`."""
+    for path, sha in note_entries(commit, glob, exclude):
+        yield git.Blob(commit.repo, bytes.fromhex(sha), path=path)
+
+
+def read_notes(
+    commit: git.Commit,
+    glob: str,
+    exclude: list[str],
+    known: Mapping[tuple[str, str], SourceNote] | None = None,
+) -> list[SourceNote]:
+    """Every note `note_entries` finds, with its title and access groups from the front matter.
+
+    `known` holds notes read before by this same reader, keyed by (path, blob sha): their blobs are
+    not read or parsed again (equal path and bytes give an equal note), so a build reads what changed."""
     notes: dict[str, SourceNote] = {}
-    for item in note_blobs(commit, glob, exclude):
-        try:
-            raw = item.data_stream.read().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise NotesSourceError(f"{item.path} at {commit.hexsha[:12]}: not UTF-8 ({exc})") from exc
-        slug = note_id(item.path)
+    known = known or {}
+    for path, sha in note_entries(commit, glob, exclude):
+        slug = note_id(path)
         if slug in notes:
-            raise NotesSourceError(
-                f"note id {slug!r} is used by two files: {notes[slug].path} and {item.path}"
-            )
+            raise NotesSourceError(f"note id {slug!r} is used by two files: {notes[slug].path} and {path}")
+        if (path, sha) in known:
+            notes[slug] = replace(known[path, sha], commit=commit.hexsha)
+            continue
+        try:
+            raw = commit.repo.odb.stream(bytes.fromhex(sha)).read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise NotesSourceError(f"{path} at {commit.hexsha[:12]}: not UTF-8 ({exc})") from exc
         try:
             fields, _ = split_front_matter(raw)
         except FrontMatterError as exc:
-            raise NotesSourceError(f"{item.path} at commit {commit.hexsha[:12]}: {exc}") from None
+            raise NotesSourceError(f"{path} at commit {commit.hexsha[:12]}: {exc}") from None
         title = title_of(fields, slug)
-        access = access_groups(fields, f"{item.path} at commit {commit.hexsha[:12]}")
-        notes[slug] = SourceNote(slug, item.path, commit.hexsha, item.hexsha, title, raw, access)
+        access = access_groups(fields, f"{path} at commit {commit.hexsha[:12]}")
+        notes[slug] = SourceNote(slug, path, commit.hexsha, sha, title, raw, access)
     if not notes:
         raise NotesSourceError(f"no file matches {glob!r} at commit {commit.hexsha[:12]}")
     return sorted(notes.values(), key=lambda n: n.note)
