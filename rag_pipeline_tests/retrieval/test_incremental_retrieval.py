@@ -11,6 +11,7 @@ from rag_pipeline.lib.retrieval import (
     Queries,
     RetrievalSettings,
     TokenStore,
+    bm25_terms,
     char_ngrams,
     contextual_text,
     lexical_miss_share,
@@ -18,7 +19,6 @@ from rag_pipeline.lib.retrieval import (
     retrieve,
     retrieve_incremental,
 )
-from rag_pipeline.lib.retrieval import bm25_terms
 from rag_pipeline.lib.retrieval import incremental as incremental_retrieval
 from rag_pipeline.lib.retrieval.bm25_terms import question_bm25
 from rag_pipeline.lib.retrieval.lexical import BM25
