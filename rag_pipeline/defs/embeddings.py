@@ -4,7 +4,6 @@ from collections.abc import Mapping
 
 import dagster as dg
 import pandas as pd
-import pyarrow as pa
 
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.assets import stage_asset
@@ -12,12 +11,8 @@ from rag_pipeline.defs.io import forward_logs
 from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.core import (
-    content_version,
-    vector_column,
-    write_table,
-)
-from rag_pipeline.lib.embedding import ROW_GROUP, VectorStore, progress_reporter, vector_problems
+from rag_pipeline.lib.core import content_version
+from rag_pipeline.lib.embedding import progress_reporter, write_lane
 from rag_pipeline.lib.retrieval import contextual_text
 
 
@@ -52,52 +47,41 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
     ) -> dg.MaterializeResult:
         chunks = store.read(lanes.lane_path("chunks", strategy), columns=["chunk_id", "text", "heading_path"])
         model = embedder.get()
-        texts, labels = chunks["text"].tolist(), [f"chunk {c}" for c in chunks["chunk_id"]]
+        ids = chunks["chunk_id"].tolist()
+        texts, labels = chunks["text"].tolist(), [f"chunk {c}" for c in ids]
         contextual = retrieval.needs_contextual_vectors()
         if contextual:  # the same chunks with their title and heading path in front, for `+ctx` retrievers
             texts += [contextual_text(h, t) for h, t in zip(chunks["heading_path"], chunks["text"])]
             labels += [f"{label} (with context)" for label in labels]
         with forward_logs(context):
-            matrix, hashes, embedded = embedder.embed(
+            hashes, embedded = embedder.embed_missing(
                 texts, "passage", labels, progress_reporter(context.log.info, name)
             )
         n = len(chunks)
-        columns = {
-            "chunk_id": chunks["chunk_id"].tolist(),
-            "text_hash": hashes[:n],
-            "vector": vector_column(matrix[:n]),
-        }
-        if contextual:
-            columns |= {"text_hash_ctx": hashes[n:], "vector_ctx": vector_column(matrix[n:])}
-        table = pa.table(columns).replace_schema_metadata(
-            {"embedding_version": model.embedding_version, "dim": str(model.dim)}
-        )
         path = store.path(lanes.embeddings_path(model.embedding_version, strategy))
-        # rewritten on every change of the lane; retrieval and the index read only the row groups
-        # of new chunks. Vectors barely compress, and uncompressed they are written and read about
-        # twice as fast
-        write_table(table, path, row_group_size=ROW_GROUP, **VectorStore.write_options)
+        # rewritten on every change of the lane, a row group at a time from the vector store;
+        # retrieval and the index read only the row groups of new chunks
+        problems = write_lane(
+            path, ids, hashes[:n], hashes[n:] if contextual else None, embedder.vector_store()
+        )
         context.log.info(
             f"{name}: {embedded} texts sent to the embedder, {len(texts) - embedded} vectors reused "
             f"({model.embedding_version})"
         )
-        problems = vector_problems(matrix, model.dim)
-        if len(matrix) != len(texts):
-            problems.append(f"{len(matrix)} vectors for {len(texts)} texts")
-        index = pd.DataFrame(
-            {"chunk_id": chunks["chunk_id"].tolist() * (len(texts) // n if n else 1), "text_hash": hashes}
-        ).assign(version=model.embedding_version)
+        index = pd.DataFrame({"chunk_id": ids * (len(texts) // n if n else 1), "text_hash": hashes}).assign(
+            version=model.embedding_version
+        )
         check = dg.AssetCheckResult(
             check_name="vectors_valid",
             passed=not problems,
-            metadata={"problems": "; ".join(problems) or "none"},
+            metadata={"problems": "; ".join(problems[:20]) or "none"},
         )
         return materialized(
             content_version(index, list(index.columns)),
             {
                 "embedding_version": model.embedding_version,
                 "path": dg.MetadataValue.path(str(path)),
-                "vectors": len(matrix),
+                "vectors": len(texts),
                 "contextual_vectors": contextual,
                 "dim": model.dim,
                 "texts_embedded": embedded,

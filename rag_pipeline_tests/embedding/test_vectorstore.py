@@ -176,8 +176,7 @@ def test_a_crash_during_compaction_loses_no_vector(tmp_path, monkeypatch, crash_
         raise KeyboardInterrupt("killed")
 
     if crash_at == "writing the new segment":  # the put's own segment is written, compaction's is not
-        writes = iter([segments.write_table, crash])
-        monkeypatch.setattr(segments, "write_table", lambda *a, **k: next(writes)(*a, **k))
+        monkeypatch.setattr(segments, "write_batches", crash)
     else:
         monkeypatch.setattr(Path, "unlink", crash)
     with pytest.raises(KeyboardInterrupt):
@@ -204,3 +203,19 @@ def test_compaction_folds_a_full_tier_of_small_segments_and_leaves_large_ones(tm
     assert len(files) == 3 and files[:2] == large  # the small ones became one, the large stayed
     assert np.array_equal(VectorStore(tmp_path, "test-version", 8).vectors(hashes), vectors)
     assert VectorStore(tmp_path, "test-version", 8).contains(small).all()
+
+
+def test_a_merge_streams_row_groups_and_keeps_one_row_per_hash(tmp_path, monkeypatch):
+    """Segments of several row groups, a hash written twice: the merged segment holds every hash
+    once (its first vector), in regrouped row groups, and no segment was loaded whole."""
+    monkeypatch.setattr(VectorStore, "row_group_size", 4)
+    store, hashes, vectors = filled_store(tmp_path, segments=VectorStore.FANOUT - 1, rows=5)
+    monkeypatch.setattr(pq, "read_table", None)  # a merge reads row group by row group
+    store.put([hashes[7], "f" * 32], np.zeros((2, 8), np.float32))  # the tier is full: a merge
+    (merged,) = sorted(store.dir.glob("segment-*.parquet"))
+    file = pq.ParquetFile(merged)
+    assert file.metadata.num_rows == len(hashes) + 1
+    assert max(file.metadata.row_group(g).num_rows for g in range(file.num_row_groups)) >= 4
+    reopened = VectorStore(tmp_path, "test-version", 8)
+    assert np.array_equal(reopened.vectors(hashes), vectors)  # the first write of hashes[7] wins
+    assert not reopened.vectors(["f" * 32]).any()

@@ -19,6 +19,7 @@ from rag_pipeline.lib.embedding import (
     VectorStore,
     default_url,
     embed_cached,
+    embed_missing,
     make_embedder,
 )
 
@@ -94,14 +95,37 @@ class EmbedderResource(FromSettings):
         identities = self.store.path("vectors", "identities.json")
         return _embedder(json.dumps(options, sort_keys=True), identities)
 
+    def vector_store(self) -> VectorStore:
+        """The content-addressed vectors of the configured embedder, under the data directory."""
+        model = self.get()
+        return VectorStore(self.store.path("vectors"), model.embedding_version, model.dim)
+
     def embed(
         self, texts: list[str], kind: Kind, labels: list[str], progress: Progress | None = None
     ) -> tuple[np.ndarray, list[str], int]:
         """`embed_cached` through the store's vectors: (vectors, text hashes, texts sent to the embedder)."""
-        model = self.get()
-        vectors = VectorStore(self.store.path("vectors"), model.embedding_version, model.dim)
         return embed_cached(
-            model, vectors, texts, kind, labels=labels, batch_size=self.batch_size, progress=progress
+            self.get(),
+            self.vector_store(),
+            texts,
+            kind,
+            labels=labels,
+            batch_size=self.batch_size,
+            progress=progress,
+        )
+
+    def embed_missing(
+        self, texts: list[str], kind: Kind, labels: list[str], progress: Progress | None = None
+    ) -> tuple[list[str], int]:
+        """`embed_missing` into the store's vectors: (text hashes, texts sent to the embedder)."""
+        return embed_missing(
+            self.get(),
+            self.vector_store(),
+            texts,
+            kind,
+            labels=labels,
+            batch_size=self.batch_size,
+            progress=progress,
         )
 
     def embed_questions(

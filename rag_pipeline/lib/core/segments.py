@@ -24,7 +24,7 @@ from rag_pipeline.lib.core.storage import (
     as_path,
     file_size,
     parquet_file,
-    read_table,
+    write_batches,
     write_bytes,
     write_table,
 )
@@ -185,8 +185,11 @@ class SegmentStore:
         self._write(table)
         self.compact()
 
+    def _new_path(self) -> AnyPath:
+        return self.dir / f"segment-{time.time_ns()}-{os.getpid()}.parquet"
+
     def _write(self, table: pa.Table) -> None:
-        path = self.dir / f"segment-{time.time_ns()}-{os.getpid()}.parquet"
+        path = self._new_path()
         write_table(table, path, row_group_size=self.row_group_size, **self.write_options)
         self._segments[path.name] = Segment.open(path, keys_of(table.column("text_hash")))
 
@@ -203,14 +206,56 @@ class SegmentStore:
                 return
 
     def _merge(self, victims: list[Segment]) -> bool:
+        """One segment of the victims' rows, one row per hash in the order written (rows of one
+        write stay together), streamed row group by row group: a merge holds a group, not the
+        segments."""
+        keys = np.concatenate([s.keys for s in victims])
+        _, first = np.unique(keys, return_index=True)
+        keep = np.zeros(len(keys), bool)
+        keep[first] = True
         try:
-            table = pa.concat_tables([read_table(s.path) for s in victims])
+            files = [parquet_file(s.path) for s in victims]
         except FileNotFoundError:  # another process is compacting them
             return False
-        # one row per hash, in the order written (rows of one write stay together)
-        _, first = np.unique(keys_of(table.column("text_hash")), return_index=True)
-        self._write(table.take(pa.array(np.sort(first))))
+
+        def kept_rows():
+            offset = 0
+            for segment, file in zip(victims, files):
+                for g in range(file.num_row_groups):
+                    table = file.read_row_group(g)
+                    start = offset + int(segment.group_starts[g])
+                    rows = np.flatnonzero(keep[start : start + table.num_rows])
+                    if len(rows):
+                        yield table if len(rows) == table.num_rows else table.take(pa.array(rows))
+                offset += len(segment.keys)
+
+        path = self._new_path()
+        try:
+            write_batches(
+                regrouped(kept_rows(), self.row_group_size),
+                files[0].schema_arrow,
+                path,
+                row_group_size=self.row_group_size,
+                **self.write_options,
+            )
+        except FileNotFoundError:
+            return False
+        self._segments[path.name] = Segment.open(path, keys[np.sort(first)])
         for segment in victims:  # only once the new segment has landed
             segment.path.unlink(missing_ok=True)
             self._segments.pop(segment.path.name, None)
         return True
+
+
+def regrouped(tables, rows: int):
+    """`tables` concatenated into tables of at least `rows` rows (the last may be shorter)."""
+    pending: list[pa.Table] = []
+    size = 0
+    for table in tables:
+        pending.append(table)
+        size += table.num_rows
+        if size >= rows:
+            yield pa.concat_tables(pending)
+            pending, size = [], 0
+    if pending:
+        yield pa.concat_tables(pending)

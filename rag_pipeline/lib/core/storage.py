@@ -12,7 +12,7 @@ import fnmatch
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,6 +218,25 @@ def write_table(table: pa.Table, path: str | AnyPath, **options) -> None:
     """`options` go to `pq.write_table` (default compression: zstd)."""
     options = {"compression": "zstd"} | options
     _atomic(as_path(path), lambda out: pq.write_table(table, out, **options))
+
+
+def write_batches(
+    tables: Iterable[pa.Table],
+    schema: pa.Schema,
+    path: str | AnyPath,
+    row_group_size: int | None = None,
+    **options,
+) -> None:
+    """`tables` one after another as one Parquet file, atomically, each its own row group(s): a
+    writer holds one table at a time. `options` go to `pq.ParquetWriter` (default compression: zstd)."""
+    options = {"compression": "zstd"} | options
+
+    def write(out) -> None:
+        with pq.ParquetWriter(out, schema, **options) as writer:
+            for table in tables:
+                writer.write_table(table, row_group_size=row_group_size)
+
+    _atomic(as_path(path), write)
 
 
 def write_frame(frame: pd.DataFrame, path: str | AnyPath) -> None:

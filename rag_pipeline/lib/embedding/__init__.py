@@ -11,9 +11,9 @@ from rag_pipeline.lib.embedding.embedders import (
     vector_problems,
 )
 from rag_pipeline.lib.embedding.factory import default_url, make_embedder
-from rag_pipeline.lib.embedding.lanefile import ROW_GROUP, LaneVectors
+from rag_pipeline.lib.embedding.lanefile import ROW_GROUP, LaneVectors, write_lane
 from rag_pipeline.lib.embedding.servers import OllamaEmbedder, OpenAIEmbedder
-from rag_pipeline.lib.embedding.vectorstore import Progress, VectorStore, embed_cached
+from rag_pipeline.lib.embedding.vectorstore import Progress, VectorStore, embed_cached, embed_missing
 
 __all__ = [
     "ROW_GROUP",
@@ -29,7 +29,9 @@ __all__ = [
     "VectorStore",
     "default_url",
     "embed_cached",
+    "embed_missing",
     "make_embedder",
     "progress_reporter",
     "vector_problems",
+    "write_lane",
 ]

@@ -1,5 +1,6 @@
-"""A lane's embeddings file, written in row groups and read by row group on demand.
+"""A lane's embeddings file, written a row group at a time and read by row group on demand.
 
+It is written from the vector store group by group, so memory holds one group, never the lane.
 Retrieval after an edit scores only the new chunks, and the index writes only the new rows: each
 reads the row groups holding them, not the whole file. A full scan reads one group at a time, so
 it never holds more than a group beyond what the caller keeps.
@@ -8,8 +9,11 @@ it never holds more than a group beyond what the caller keeps.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
-from rag_pipeline.lib.core import AnyPath, parquet_file, vector_matrix
+from rag_pipeline.lib.core import AnyPath, parquet_file, vector_column, vector_matrix, write_batches
+from rag_pipeline.lib.embedding.embedders import vector_problems
+from rag_pipeline.lib.embedding.vectorstore import VectorStore
 
 ROW_GROUP = 4096  # rows per group: a group of 384-dim plain and contextual vectors is about 12 MB
 
@@ -57,3 +61,39 @@ class LaneVectors:
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         whole = self[:]
         return whole if dtype is None else whole.astype(dtype)
+
+
+def write_lane(
+    path: AnyPath,
+    chunk_ids: list[str],
+    hashes: list[str],
+    ctx_hashes: list[str] | None,
+    store: VectorStore,
+) -> list[str]:
+    """The embeddings file of a lane: `chunk_id`, `text_hash`, `vector` (and `text_hash_ctx`,
+    `vector_ctx` when `ctx_hashes` are given), row for row with `chunk_ids`, the vectors taken from
+    `store` a group at a time. Returns the vectors' problems (`vector_problems`), naming the rows."""
+    vector = pa.list_(pa.float32(), store.dim)
+    fields = [("chunk_id", pa.string()), ("text_hash", pa.string()), ("vector", vector)]
+    if ctx_hashes is not None:
+        fields += [("text_hash_ctx", pa.string()), ("vector_ctx", vector)]
+    metadata = {"embedding_version": store.embedding_version, "dim": str(store.dim)}
+    schema = pa.schema(fields, metadata=metadata)
+    problems: list[str] = []
+
+    def checked(column: list[str], start: int, what: str) -> pa.FixedSizeListArray:
+        matrix = store.vectors(column[start : start + ROW_GROUP])
+        rows = f"rows {start}-{start + len(matrix) - 1}"
+        problems.extend(f"{what} {rows}: {p}" for p in vector_problems(matrix, store.dim))
+        return vector_column(matrix)
+
+    def groups():
+        for start in range(0, len(chunk_ids), ROW_GROUP):
+            stop = start + ROW_GROUP
+            columns = [chunk_ids[start:stop], hashes[start:stop], checked(hashes, start, "vector")]
+            if ctx_hashes is not None:
+                columns += [ctx_hashes[start:stop], checked(ctx_hashes, start, "vector_ctx")]
+            yield pa.table(columns, schema=schema)
+
+    write_batches(groups(), schema, path, **VectorStore.write_options)
+    return problems

@@ -55,6 +55,14 @@ class VectorStore(SegmentStore):
 
 
 def embed_cached(
+    embedder: Embedder, store: VectorStore, texts: list[str], kind: Kind, **options
+) -> tuple[np.ndarray, list[str], int]:
+    """Vectors for `texts` (see `embed_missing`): (vectors, text hashes, texts sent to the embedder)."""
+    hashes, embedded = embed_missing(embedder, store, texts, kind, **options)
+    return store.vectors(hashes), hashes, embedded
+
+
+def embed_missing(
     embedder: Embedder,
     store: VectorStore,
     texts: list[str],
@@ -66,13 +74,14 @@ def embed_cached(
     flush_seconds: float = 10.0,
     clock: Callable[[], float] = time.monotonic,
     progress: Progress | None = None,
-) -> tuple[np.ndarray, list[str], int]:
-    """Vectors for `texts`, embedding only texts the store lacks.
+) -> tuple[list[str], int]:
+    """Embed the texts the store lacks, so that it holds a vector for each of `texts`; memory
+    holds the texts and a flush's vectors, never every vector.
 
     Checked vectors are flushed to the store every `flush_every` texts or `flush_seconds`,
     whichever comes first, so an interrupted run keeps them. `labels` (e.g. chunk ids) name
     the text an embedding error is about.
-    Returns (vectors, text hashes, number of texts sent to the embedder).
+    Returns (text hashes, number of texts sent to the embedder).
     """
     prefix = embedder.prefix(kind)
     hashes = [text_hash(prefix + t) for t in texts]
@@ -111,4 +120,4 @@ def embed_cached(
         raise
     finally:
         flush()  # whatever was checked before a failure is kept
-    return store.vectors(hashes), hashes, len(missing)
+    return hashes, len(missing)

@@ -19,7 +19,9 @@ class TokenStore(SegmentStore):
     row_group_size = 1024
     merge_bytes = 8 << 20  # compressed term lists: a merge holds several times this in memory
     dictionary_columns = ("terms.list.element",)
-    batch_chars = 1_000_000  # characters tokenized per segment written: bounds memory, keeps progress
+    # characters tokenized per segment written: bounds memory (a 2-3-gram is a Python string of its
+    # own, and freed small objects are not returned to the system at once), keeps progress
+    batch_chars = 250_000
 
     def __init__(self, root: str | AnyPath, analyzer: Analyzer):
         self.analyzer = analyzer

@@ -25,6 +25,7 @@ MUTABLE = ("access", "commit", "embedding_version")
 # readers still on a version this recent keep working while a sync cleans up
 DEFAULT_RETAIN = timedelta(minutes=10)
 NORM_TOLERANCE = 1e-3
+BATCH_ROWS = 4096  # rows built, checked and handed to LanceDB at a time: a sync holds one batch
 
 
 def serving_schema(dim: int) -> pa.Schema:
@@ -87,7 +88,7 @@ class _TableRows(LazyRows):
 
 def _checked_batches(rows: pa.Table, schema: pa.Schema, table_name: str) -> Iterator[pa.RecordBatch]:
     """The rows cast to the table's schema, batch by batch; a bad batch stops the sync uncommitted."""
-    for batch in rows.to_batches(max_chunksize=4096):
+    for batch in rows.to_batches(max_chunksize=BATCH_ROWS):
         for name in schema.names:
             if batch.column(name).null_count:
                 raise ValueError(f"table {table_name}: field {name!r} has nulls")
@@ -214,12 +215,18 @@ def sync_table(
     if keys["chunk_id"].duplicated().any():
         raise ValueError(f"table {table_name}: duplicate chunk_ids in the rows")
 
-    def batches(part: pa.Table) -> pa.RecordBatchReader:
-        missing = [n for n in schema.names if n not in part.column_names]
-        if missing:
-            raise ValueError(f"table {table_name}: missing fields {missing}")
-        part = part.select(schema.names)
-        return pa.RecordBatchReader.from_batches(schema, _checked_batches(part, schema, table_name))
+    def batches(positions: np.ndarray) -> pa.RecordBatchReader:
+        """The rows at `positions`, built and checked a batch at a time as LanceDB reads them."""
+
+        def built() -> Iterator[pa.RecordBatch]:
+            for start in range(0, len(positions), BATCH_ROWS):
+                part = source.take(positions[start : start + BATCH_ROWS])
+                missing = [n for n in schema.names if n not in part.column_names]
+                if missing:
+                    raise ValueError(f"table {table_name}: missing fields {missing}")
+                yield from _checked_batches(part.select(schema.names), schema, table_name)
+
+        return pa.RecordBatchReader.from_batches(schema, built())
 
     db = lancedb.connect(str(db_dir), storage_options=storage_options(db_dir))
     table = _open_or_create(db, table_name, schema)
@@ -228,9 +235,7 @@ def sync_table(
         # another embedder's dimension: the whole table is replaced, still as one new version
         changes = {"rows_added": source.num_rows, "rows_removed": table.count_rows(), "rows_updated": 0}
         repaired = 0
-        table = db.create_table(
-            table_name, data=batches(source.take(everything)), schema=schema, mode="overwrite"
-        )
+        table = db.create_table(table_name, data=batches(everything), schema=schema, mode="overwrite")
     else:
         repaired = _drop_duplicates(table)
         diff = _diff(table, keys)
@@ -246,7 +251,7 @@ def sync_table(
             )
             if diff.removed:
                 merge = merge.when_not_matched_by_source_delete(_id_list(diff.removed) if listed else None)
-            merged = merge.execute(batches(source.take(write)))
+            merged = merge.execute(batches(write))
             changes = {
                 "rows_added": merged.num_inserted_rows,
                 "rows_removed": merged.num_deleted_rows,
