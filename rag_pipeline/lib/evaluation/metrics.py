@@ -175,6 +175,8 @@ def summarize(outcomes: pd.DataFrame, ks: Sequence[int] = range(1, MAX_K + 1)) -
     first = first_ranks_of(scored)
     chars = chars_matrix(scored)
     relevant = list(zip(scored["relevant_ranks"], scored["n_relevant"]))
+    counts = question_counts(outcomes)
+    leaks = leak_ranks(outcomes)
     rows = []
     for k in ks:
         ev = recall_at_k(ev_ranks, k)
@@ -191,19 +193,27 @@ def summarize(outcomes: pd.DataFrame, ks: Sequence[int] = range(1, MAX_K + 1)) -
                 else float("nan"),
                 "chars_median": float(np.median(chars[:, k - 1])) if len(chars) else float("nan"),
                 "n_questions": len(scored),
-                **question_counts(outcomes),
-                **access_at(outcomes, k),
+                **counts,
+                **access_at(outcomes, k, leaks),
             }
         )
     return pd.DataFrame(rows)
 
 
-def access_at(outcomes: pd.DataFrame, k: int) -> dict[str, float]:
+def leak_ranks(outcomes: pd.DataFrame) -> np.ndarray:
+    """Every rank, over the run's questions, at which a unit the asker may not read was passed."""
+    if "leak_ranks" not in outcomes or outcomes.empty:
+        return np.zeros(0, np.int64)
+    return np.array([r for ranks in outcomes["leak_ranks"] for r in ranks], np.int64)
+
+
+def access_at(outcomes: pd.DataFrame, k: int, leaks: np.ndarray | None = None) -> dict[str, float]:
     """Over every question of a run: units passed at k that the asker may not read (must be 0), and
-    the share of questions given fewer than k units although k readable units exist."""
+    the share of questions given fewer than k units although k readable units exist (`leaks`: the
+    run's `leak_ranks`, when the caller has them)."""
     if "leak_ranks" not in outcomes or outcomes.empty:
         return {"leaked_units": 0, "underfilled": float("nan")}
-    leaked = sum(sum(r <= k for r in ranks) for ranks in outcomes["leak_ranks"])
+    leaked = ((leak_ranks(outcomes) if leaks is None else leaks) <= k).sum()
     short = (outcomes["n_returned"] < k) & (outcomes["n_readable"] >= k)
     return {"leaked_units": int(leaked), "underfilled": float(short.mean())}
 
