@@ -19,14 +19,13 @@ from rag_pipeline.lib.core.storage import (
     storage_options,
     table_bytes,
     tree_bytes,
-    vector_column,
-    vector_matrix,
     write_batches,
     write_bytes,
     write_frame,
     write_table,
 )
 from rag_pipeline.lib.core.text import PARAGRAPH_END, SENTENCE_BREAK, SENTENCE_END, SENTENCE_SPLIT
+from rag_pipeline.lib.core.vectors import vector_column, vector_matrix
 
 __all__ = [
     "PARAGRAPH_END",

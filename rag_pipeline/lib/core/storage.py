@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -251,20 +250,6 @@ def write_bytes(data: bytes, path: str | AnyPath) -> None:
             out.write(data)
 
     _atomic(as_path(path), write)
-
-
-def vector_column(vectors: np.ndarray) -> pa.FixedSizeListArray:
-    """float32 matrix -> Parquet-friendly fixed-size list column."""
-    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
-    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
-
-
-def vector_matrix(column: pa.ChunkedArray | pa.Array, dim: int) -> np.ndarray:
-    """Inverse of `vector_column`."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.list_(pa.float32(), dim))
-    values = column.flatten().to_numpy(zero_copy_only=False)
-    return np.asarray(values, dtype=np.float32).reshape(-1, dim)
 
 
 def table_bytes(table: pa.Table) -> bytes:
