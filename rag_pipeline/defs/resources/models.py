@@ -18,7 +18,6 @@ from rag_pipeline.lib.embedding import (
     Progress,
     VectorStore,
     default_url,
-    embed_cached,
     embed_missing,
     make_embedder,
 )
@@ -103,16 +102,9 @@ class EmbedderResource(FromSettings):
     def embed(
         self, texts: list[str], kind: Kind, labels: list[str], progress: Progress | None = None
     ) -> tuple[np.ndarray, list[str], int]:
-        """`embed_cached` through the store's vectors: (vectors, text hashes, texts sent to the embedder)."""
-        return embed_cached(
-            self.get(),
-            self.vector_store(),
-            texts,
-            kind,
-            labels=labels,
-            batch_size=self.batch_size,
-            progress=progress,
-        )
+        """`embed_missing`, then the vectors from the store: (vectors, text hashes, texts sent to the embedder)."""
+        hashes, embedded = self.embed_missing(texts, kind, labels, progress)
+        return self.vector_store().vectors(hashes), hashes, embedded
 
     def embed_missing(
         self, texts: list[str], kind: Kind, labels: list[str], progress: Progress | None = None

@@ -79,11 +79,12 @@ def rebuild_by_note(
         old = _keys(first, key)
         before = {} if old is None else dict(zip(first["note"], old))
     changes = note_changes(before, dict(zip(notes["note"], current)))
-    reuse = notes["note"].isin(set(changes.unchanged))
+    unchanged = set(changes.unchanged)
+    reuse = notes["note"].isin(unchanged)
     built = pd.DataFrame([row for note in notes[~reuse].to_dict("records") for row in build(note)])
     parts = [built] if len(built) else []
     if reuse.any():
-        kept = previous[previous["note"].isin(set(changes.unchanged))].copy()
+        kept = previous[previous["note"].isin(unchanged)].copy()
         for column, source in refresh.items():
             kept[column] = kept["note"].map(dict(zip(notes["note"], notes[source])))
         parts.insert(0, kept)

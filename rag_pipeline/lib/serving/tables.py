@@ -46,9 +46,7 @@ def serving_rows(frame: pd.DataFrame, vectors: np.ndarray) -> pa.Table:
         raise ValueError(f"serving rows: {len(frame)} chunks but {len(vectors)} vectors")
     columns = {n: frame[n].tolist() for n in schema.names if n != "vector"}
     columns["access"] = [list(a) for a in columns["access"]]
-    return (
-        pa.table({**columns, "vector": vector_column(np.asarray(vectors))}).select(schema.names).cast(schema)
-    )
+    return pa.table({**columns, "vector": vector_column(vectors)}).select(schema.names).cast(schema)
 
 
 class LazyRows:
