@@ -12,7 +12,7 @@ from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version
-from rag_pipeline.lib.embedding import progress_reporter, write_lane
+from rag_pipeline.lib.embedding import BUCKETS, bucket_paths, progress_reporter, write_lane
 from rag_pipeline.lib.retrieval import contextual_text
 
 
@@ -22,7 +22,7 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
     @stage_asset(
         name,
         group="embeddings",
-        version="embeddings-v2",
+        version="embeddings-v3",
         # the embedder, and whether `+ctx` retrievers need the contextual vectors too
         config=lambda embedder, retrieval: config_digest(
             embedder.version(), retrieval.needs_contextual_vectors()
@@ -37,7 +37,8 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
                 True,
             )
         ],
-        description=f"Passage vectors of the `{strategy.name}` chunks, under `embeddings/<embedding_version>/`.",
+        description=f"Passage vectors of the `{strategy.name}` chunks, in the directory "
+        f"`embeddings/<version key>/{strategy.name}.parquet/` (a file per bucket of notes).",
     )
     def _embeddings(
         context: dg.AssetExecutionContext,
@@ -45,7 +46,9 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
         retrieval: RetrievalResource,
         store: DataStore,
     ) -> dg.MaterializeResult:
-        chunks = store.read(lanes.lane_path("chunks", strategy), columns=["chunk_id", "text", "heading_path"])
+        chunks = store.read(
+            lanes.lane_path("chunks", strategy), columns=["chunk_id", "note", "text", "heading_path"]
+        )
         model = embedder.get()
         ids = chunks["chunk_id"].tolist()
         texts, labels = chunks["text"].tolist(), [f"chunk {c}" for c in ids]
@@ -59,14 +62,19 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
             )
         n = len(chunks)
         path = store.path(lanes.embeddings_path(model.embedding_version, strategy))
-        # rewritten on every change of the lane, a row group at a time from the vector store;
-        # retrieval and the index read only the row groups of new chunks
-        problems = write_lane(
-            path, ids, hashes[:n], hashes[n:] if contextual else None, embedder.vector_store()
+        # only the buckets of changed notes are written; retrieval and the index read only the row
+        # groups of new chunks
+        problems, written = write_lane(
+            path,
+            ids,
+            chunks["note"].tolist(),
+            hashes[:n],
+            hashes[n:] if contextual else None,
+            embedder.vector_store(),
         )
         context.log.info(
             f"{name}: {embedded} texts sent to the embedder, {len(texts) - embedded} vectors reused "
-            f"({model.embedding_version})"
+            f"({model.embedding_version}); {written} of {BUCKETS} files written"
         )
         index = pd.DataFrame({"chunk_id": ids * (len(texts) // n if n else 1), "text_hash": hashes}).assign(
             version=model.embedding_version
@@ -86,8 +94,9 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
                 "dim": model.dim,
                 "texts_embedded": embedded,
                 "vectors_reused": len(texts) - embedded,
+                "files_written": written,
             },
-            files=[path],
+            files=bucket_paths(path),
             checks=[check],
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import version_key
-from rag_pipeline.lib.embedding import LaneVectors
+from rag_pipeline.lib.embedding import LaneMismatch, LaneVectors, read_lane
 from rag_pipeline.lib.release import RELEASE_DIR
 from rag_pipeline.lib.serving import DB_DIR as LANCEDB_DIR
 from rag_pipeline.lib.serving import table_key
@@ -51,6 +51,7 @@ def lane_path(stage: str, strategy: Strategy | str) -> str:
 
 
 def embeddings_path(embedding_version: str, strategy: Strategy) -> str:
+    """A lane's embeddings directory (`BUCKETS` Parquet files; pandas reads it as one table)."""
     return f"embeddings/{version_key(embedding_version)}/{strategy.name}.parquet"
 
 
@@ -67,19 +68,18 @@ def read_vectors(
     contextual: bool,
 ) -> tuple[LaneVectors, LaneVectors | None]:
     """The strategy's passage vectors (and contextual ones, when asked and built) in the order of
-    `chunk_ids`, from its embeddings file, read by row group as they are indexed; an error naming
-    the asset to materialize when the file is missing or holds other chunks."""
+    `chunk_ids`, from its embeddings directory, read by row group as they are indexed; an error naming
+    the asset to materialize when a file is missing or the files hold other chunks."""
     path = store.path(embeddings_path(embedding_version, strategy))
     asset = lane_key("embeddings", strategy)
-    if not path.exists():
+    try:
+        return read_lane(path, dim, chunk_ids, contextual)
+    except FileNotFoundError as exc:
         raise FileNotFoundError(
-            f"{path}: no embeddings of {strategy.name!r} for embedding_version {embedding_version!r}; "
+            f"{exc}: no embeddings of {strategy.name!r} for embedding_version {embedding_version!r}; "
             f"materialize {asset} first"
-        )
-    plain = LaneVectors(path, "vector", dim)
-    if plain.file.read(columns=["chunk_id"]).column(0).to_pylist() != chunk_ids:
+        ) from None
+    except LaneMismatch:
         raise ValueError(
             f"{path} holds other chunks than {lane_key('chunks', strategy)}: materialize {asset}"
-        )
-    built = contextual and "vector_ctx" in plain.file.schema_arrow.names
-    return plain, LaneVectors(path, "vector_ctx", dim) if built else None
+        ) from None

@@ -1,13 +1,14 @@
-"""A lane's embeddings file: written group by group from the vector store, read by row group (the
-rows asked for, and only their groups read)."""
+"""A lane's embeddings: a file per bucket of notes, written group by group from the vector store,
+rewritten only when its rows change, read by row group (only the groups of the rows asked for)."""
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from rag_pipeline.lib.core import vector_column, write_table
-from rag_pipeline.lib.embedding import LaneVectors, VectorStore, lanefile, write_lane
+from rag_pipeline.lib.embedding import LaneMismatch, LaneVectors, VectorStore, lanefile, read_lane, write_lane
 
 DIM = 8
 
@@ -19,7 +20,7 @@ def lane(tmp_path):
     table = pa.table({"chunk_id": [f"c{i}" for i in range(100)], "vector": vector_column(matrix)})
     path = tmp_path / "lane.parquet"
     write_table(table, path, row_group_size=16)
-    return LaneVectors(path, "vector", DIM), matrix
+    return LaneVectors([path], "vector", DIM), matrix
 
 
 def test_positions_slices_and_masks_read_the_rows_asked_for(lane):
@@ -45,25 +46,70 @@ def test_only_the_groups_holding_the_rows_are_read(lane):
     assert vectors.groups_read == 3
 
 
-def test_a_lane_is_written_group_by_group_from_the_store(tmp_path, monkeypatch):
+def _lane_world(tmp_path, monkeypatch):
     monkeypatch.setattr(lanefile, "ROW_GROUP", 4)
+    monkeypatch.setattr(lanefile, "BUCKETS", 2)
     store = VectorStore(tmp_path / "vectors", "test-v1", DIM)
     rng = np.random.default_rng(1)
-    plain = rng.normal(size=(10, DIM)).astype(np.float32)
+    plain = rng.normal(size=(20, DIM)).astype(np.float32)
     plain /= np.linalg.norm(plain, axis=1, keepdims=True)
     ctx = plain[::-1].copy()
-    ctx[6] *= 3  # not unit length: row 3 of the contextual vectors
-    hashes, ctx_hashes = [f"{i:032x}" for i in range(10)], [f"{i + 100:032x}" for i in range(10)]
+    hashes, ctx_hashes = [f"{i:032x}" for i in range(20)], [f"{i + 100:032x}" for i in range(20)]
     store.put(hashes + ctx_hashes, np.concatenate([plain, ctx]))
-    path = tmp_path / "lane.parquet"
-    ids = [f"c{i}" for i in range(10)]
-    problems = write_lane(path, ids, hashes, ctx_hashes, store)
-    assert problems == ["vector_ctx rows 4-7: 1 vectors are not unit length"]
-    table = pq.read_table(path)
-    assert pq.ParquetFile(path).num_row_groups == 3
-    assert table.column("chunk_id").to_pylist() == ids and table.column("text_hash").to_pylist() == hashes
-    assert table.schema.metadata[b"embedding_version"] == b"test-v1"
-    assert np.array_equal(np.asarray(LaneVectors(path, "vector", DIM)), plain)
-    assert np.array_equal(np.asarray(LaneVectors(path, "vector_ctx", DIM)), ctx)
-    assert write_lane(tmp_path / "plain.parquet", ids, hashes, None, store) == []
-    assert "vector_ctx" not in pq.read_schema(tmp_path / "plain.parquet").names
+    notes = [f"note-{i // 2}" for i in range(20)]  # two chunks per note
+    return store, plain, ctx, hashes, ctx_hashes, notes
+
+
+def test_a_lane_is_written_by_bucket_group_by_group_and_read_in_chunk_order(tmp_path, monkeypatch):
+    store, plain, ctx, hashes, ctx_hashes, notes = _lane_world(tmp_path, monkeypatch)
+    ids = [f"c{i}" for i in range(20)]
+    lane = tmp_path / "lane.parquet"
+    problems, written = write_lane(lane, ids, notes, hashes, ctx_hashes, store)
+    assert (problems, written) == ([], 2)
+    buckets = lanefile.bucket_of(notes)
+    for b, path in enumerate(lanefile.bucket_paths(lane)):
+        table = pq.read_table(path)
+        mine = [i for i in range(20) if buckets[i] == b]
+        assert table.column("chunk_id").to_pylist() == [ids[i] for i in mine]  # the chunks' order
+        assert pq.ParquetFile(path).num_row_groups == -(-len(mine) // 4)
+        assert table.schema.metadata[b"embedding_version"] == b"test-v1"
+    assert sorted(pd.read_parquet(lane)["chunk_id"]) == sorted(ids)  # pandas reads the directory
+    order = ids[::-1]  # any order the caller asks for
+    vectors, ctx_vectors = read_lane(lane, DIM, order, contextual=True)
+    assert np.array_equal(np.asarray(vectors), plain[::-1])
+    assert np.array_equal(ctx_vectors[np.array([0, 19])], ctx[[19, 0]])
+    with pytest.raises(LaneMismatch):
+        read_lane(lane, DIM, ids[:-1], contextual=True)
+    assert write_lane(tmp_path / "plain.parquet", ids, notes, hashes, None, store)[0] == []
+    assert read_lane(tmp_path / "plain.parquet", DIM, ids, contextual=True)[1] is None
+
+
+def test_an_edit_rewrites_only_its_notes_bucket_and_kept_buckets_keep_their_problems(tmp_path, monkeypatch):
+    store, plain, _, hashes, ctx_hashes, notes = _lane_world(tmp_path, monkeypatch)
+    bad = f"{999:032x}"
+    store.put([bad], 3 * plain[:1])  # not unit length
+    ids = [f"c{i}" for i in range(20)]
+    buckets = lanefile.bucket_of(notes)
+    victim = int(np.flatnonzero(buckets == buckets[0])[-1])  # a row in note-0's bucket
+    broken = hashes.copy()
+    broken[victim] = bad
+    lane = tmp_path / "lane.parquet"
+    problems, _ = write_lane(lane, ids, notes, broken, ctx_hashes, store)
+    name = f"bucket-{buckets[0]:02d}.parquet"
+    assert len(problems) == 1 and problems[0].startswith(f"vector {name} rows ")
+    other = lanefile.bucket_paths(lane)[1 - buckets[0]]
+    before = other.stat().st_mtime_ns
+    assert write_lane(lane, ids, notes, broken, ctx_hashes, store) == (problems, 0)  # nothing changed
+    edited = broken.copy()
+    edited[0] = hashes[1]  # note-0's first chunk now embeds another text
+    assert write_lane(lane, ids, notes, edited, ctx_hashes, store) == (problems, 1)
+    assert other.stat().st_mtime_ns == before
+    assert pq.read_table(lanefile.bucket_paths(lane)[buckets[0]]).column("text_hash")[0].as_py() == hashes[1]
+
+
+def test_the_one_file_layout_of_earlier_versions_is_replaced(tmp_path, monkeypatch):
+    store, _, _, hashes, _, notes = _lane_world(tmp_path, monkeypatch)
+    lane = tmp_path / "lane.parquet"
+    lane.write_bytes(b"an embeddings file of embeddings-v2")
+    write_lane(lane, [f"c{i}" for i in range(20)], notes, hashes, None, store)
+    assert lane.is_dir() and len(list(lane.glob("bucket-*.parquet"))) == 2

@@ -24,7 +24,7 @@ def test_whole_graph_on_small_repo(notes_repo, small_env, tmp_path):
     summary = pd.read_parquet(data / "reports" / "evaluation_summary.parquet")
     runs = {"dense", "bm25", "rrf", "minmax", "bm25+ctx", "rrf+parent"}
     assert set(summary["retriever"]) == runs  # the defaults: no contextual vectors are built
-    embeddings = pq.read_schema(next((data / "embeddings").glob("*/section.parquet")))
+    embeddings = pq.read_schema(next((data / "embeddings").glob("*/section.parquet/bucket-00.parquet")))
     assert "vector_ctx" not in embeddings.names
     # every configured strategy keeps its rows; notes this short give identical chunks to several, and
     # `same_chunks_as` says whose

@@ -236,13 +236,13 @@ def test_a_sync_from_lazy_rows_reads_only_the_vectors_it_writes(tmp_path):
     path = tmp_path / "lane.parquet"
     matrix = unit(np.random.default_rng(0).normal(size=(len(frame), DIM)))
     write_table(pa.table({"vector": vector_column(matrix)}), path, row_group_size=20)
-    sync_table(tmp_path / "db", "t", LazyRows(frame, LaneVectors(path, "vector", DIM)), retain=NOW)
+    sync_table(tmp_path / "db", "t", LazyRows(frame, LaneVectors([path], "vector", DIM)), retain=NOW)
     edited = frame.copy()
     edited.loc[edited["note"] == "n7", "commit"] = "c2"  # rows 35-39: one group of 20 rows
     edited = edited[edited["note"] != "n30"]  # deleted: its rows are not read either
     kept = matrix[edited.index.to_numpy()]
     write_table(pa.table({"vector": vector_column(kept)}), path, row_group_size=20)
-    lazy = LaneVectors(path, "vector", DIM)
+    lazy = LaneVectors([path], "vector", DIM)
     result = sync_table(tmp_path / "db", "t", LazyRows(edited, lazy), retain=NOW)
     assert (result["rows_added"], result["rows_updated"], result["rows_removed"]) == (0, 5, 5)
     assert lazy.groups_read == 1

@@ -12,7 +12,7 @@ import fnmatch
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +111,10 @@ class Location:
     def exists(self) -> bool:
         with object_store(self):
             return self.fs.get_file_info(self.key).type != pafs.FileType.NotFound
+
+    def is_file(self) -> bool:
+        with object_store(self):
+            return self.fs.get_file_info(self.key).type == pafs.FileType.File
 
     def size(self) -> int:
         with object_store(self):
@@ -224,16 +228,19 @@ def write_batches(
     schema: pa.Schema,
     path: str | AnyPath,
     row_group_size: int | None = None,
+    footer: Callable[[], dict[bytes, str]] | None = None,
     **options,
 ) -> None:
-    """`tables` one after another as one Parquet file, atomically, each its own row group(s): a
-    writer holds one table at a time. `options` go to `pq.ParquetWriter` (default compression: zstd)."""
+    """`tables` one after another as one Parquet file, atomically, each its own row group(s), one at
+    a time; then `footer()`'s key-value metadata. `options` go to `pq.ParquetWriter` (zstd default)."""
     options = {"compression": "zstd"} | options
 
     def write(out) -> None:
         with pq.ParquetWriter(out, schema, **options) as writer:
             for table in tables:
                 writer.write_table(table, row_group_size=row_group_size)
+            if footer is not None:
+                writer.add_key_value_metadata(footer())
 
     _atomic(as_path(path), write)
 

