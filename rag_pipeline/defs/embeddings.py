@@ -12,7 +12,7 @@ from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version
-from rag_pipeline.lib.embedding import BUCKETS, bucket_paths, progress_reporter, write_lane
+from rag_pipeline.lib.embedding import BUCKETS, LaneWriter, bucket_paths, progress_reporter, text_hashes
 from rag_pipeline.lib.retrieval import contextual_text
 
 
@@ -56,22 +56,29 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
         if contextual:  # the same chunks with their title and heading path in front, for `+ctx` retrievers
             texts += [contextual_text(h, t) for h, t in zip(chunks["heading_path"], chunks["text"])]
             labels += [f"{label} (with context)" for label in labels]
-        with forward_logs(context):
-            hashes, embedded = embedder.embed_missing(
-                texts, "passage", labels, progress_reporter(context.log.info, name)
-            )
         n = len(chunks)
-        path = store.path(lanes.embeddings_path(model.embedding_version, strategy))
-        # only the buckets of changed notes are written; retrieval and the index read only the row
-        # groups of new chunks
-        problems, written = write_lane(
-            path,
+        hashes = text_hashes(model, texts, "passage")
+        lane = LaneWriter(
+            store.path(lanes.embeddings_path(model.embedding_version, strategy)),
             ids,
             chunks["note"].tolist(),
             hashes[:n],
             hashes[n:] if contextual else None,
-            embedder.vector_store(),
+            model.embedding_version,
+            model.dim,
         )
+        # only the buckets of changed notes are written, and only the vectors their files lack are
+        # looked up (or embedded); retrieval and the index read only the row groups of new chunks
+        needed = lane.needed()
+        with forward_logs(context):
+            _, embedded = embedder.embed_missing(
+                [texts[i] for i in needed],
+                "passage",
+                [labels[i] for i in needed],
+                progress_reporter(context.log.info, name),
+            )
+        problems, written = lane.write(embedder.vector_store())
+        path = lane.directory
         context.log.info(
             f"{name}: {embedded} texts sent to the embedder, {len(texts) - embedded} vectors reused "
             f"({model.embedding_version}); {written} of {BUCKETS} files written"

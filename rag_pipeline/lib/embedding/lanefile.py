@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -116,82 +117,137 @@ def read_lane(
     return plain, LaneVectors(files, "vector_ctx", dim, rows) if built else None
 
 
-def _kept_problems(path: AnyPath, schema: pa.Schema, columns: dict[str, list[str]]) -> list[str] | None:
-    """The problems recorded in a bucket that already holds exactly these rows, else None."""
-    if not path.exists():
-        return None
-    try:
-        file = parquet_file(path)
-        same = file.schema_arrow.remove_metadata().equals(schema.remove_metadata())
-        metadata = file.schema_arrow.metadata or {}
-        if not same or metadata.get(b"embedding_version") != schema.metadata[b"embedding_version"]:
-            return None
-        held = file.read(columns=list(columns))
-    except (OSError, pa.ArrowException):
-        return None  # unreadable: written again
-    if any(held.column(name).to_pylist() != values for name, values in columns.items()):
-        return None
-    return json.loads(file.metadata.metadata.get(PROBLEMS, b"[]"))
+HASHES = {"vector": "text_hash", "vector_ctx": "text_hash_ctx"}  # each vector column's hashes
 
 
-def write_lane(
-    directory: AnyPath,
-    chunk_ids: list[str],
-    notes: list[str],
-    hashes: list[str],
-    ctx_hashes: list[str] | None,
-    store: VectorStore,
-) -> tuple[list[str], int]:
-    """The embeddings directory of a lane: per bucket, the rows of its notes in the order given,
-    with `chunk_id`, `text_hash`, `vector` (and `text_hash_ctx`, `vector_ctx` when `ctx_hashes` are
-    given), the vectors taken from `store` a group at a time. A bucket already holding its rows is
-    left alone. Returns the vectors' problems (`vector_problems`, naming the bucket and rows) and the
-    number of buckets written."""
-    directory = as_path(directory)
-    if directory.is_file():  # the one-file layout of earlier versions
-        directory.unlink()
-    vector = pa.list_(pa.float32(), store.dim)
-    fields = [("chunk_id", pa.string()), ("text_hash", pa.string()), ("vector", vector)]
-    if ctx_hashes is not None:
-        fields += [("text_hash_ctx", pa.string()), ("vector_ctx", vector)]
-    metadata = {"embedding_version": store.embedding_version, "dim": str(store.dim)}
-    schema = pa.schema(fields, metadata=metadata)
-    bucket = bucket_of(notes)
-    problems: list[str] = []
-    written = 0
-    for b, path in enumerate(bucket_paths(directory)):
-        rows = np.flatnonzero(bucket == b)
-        columns = {"chunk_id": [chunk_ids[i] for i in rows], "text_hash": [hashes[i] for i in rows]}
+@dataclass
+class _Bucket:
+    path: AnyPath
+    rows: np.ndarray  # its rows' positions in the lane
+    columns: dict[str, list[str]]  # chunk_id, text_hash (and text_hash_ctx) of those rows
+    held: pq.ParquetFile | None  # the file as it is, when readable and of this embedding_version
+    old: dict[str, list[str]]  # the hashes of each vector column the file holds
+    kept: list[str] | None  # the file's recorded problems, when it already holds exactly these rows
+
+
+class LaneWriter:
+    """A lane's embeddings directory, planned then written: per bucket, the rows of its notes in
+    the order given, with `chunk_id`, `text_hash`, `vector` (and `text_hash_ctx`, `vector_ctx`
+    when `ctx_hashes` are given). A bucket already holding its rows is left alone; one written
+    again takes the vectors its file already holds from there and the rest from the store."""
+
+    def __init__(
+        self,
+        directory: AnyPath,
+        chunk_ids: list[str],
+        notes: list[str],
+        hashes: list[str],
+        ctx_hashes: list[str] | None,
+        embedding_version: str,
+        dim: int,
+    ):
+        self.directory, self.dim, self.n = as_path(directory), dim, len(chunk_ids)
+        vector = pa.list_(pa.float32(), dim)
+        fields = [("chunk_id", pa.string()), ("text_hash", pa.string()), ("vector", vector)]
         if ctx_hashes is not None:
-            columns["text_hash_ctx"] = [ctx_hashes[i] for i in rows]
-        kept = _kept_problems(path, schema, columns)
-        if kept is None:
-            kept = _write_bucket(path, schema, columns, store)
-            written += 1
-        problems += kept
-    return problems, written
+            fields += [("text_hash_ctx", pa.string()), ("vector_ctx", vector)]
+        metadata = {"embedding_version": embedding_version, "dim": str(dim)}
+        self.schema = pa.schema(fields, metadata=metadata)
+        if self.directory.is_file():  # the one-file layout of earlier versions
+            self.directory.unlink()
+        bucket = bucket_of(notes)
+        self.buckets = []
+        for b, path in enumerate(bucket_paths(self.directory)):
+            rows = np.flatnonzero(bucket == b)
+            columns = {"chunk_id": [chunk_ids[i] for i in rows], "text_hash": [hashes[i] for i in rows]}
+            if ctx_hashes is not None:
+                columns["text_hash_ctx"] = [ctx_hashes[i] for i in rows]
+            self.buckets.append(self._plan(path, rows, columns))
 
+    def _plan(self, path: AnyPath, rows: np.ndarray, columns: dict[str, list[str]]) -> _Bucket:
+        held, old = None, {}
+        try:
+            if path.exists():
+                held = parquet_file(path)
+                metadata = held.schema_arrow.metadata or {}
+                if metadata.get(b"embedding_version") != self.schema.metadata[b"embedding_version"]:
+                    held = None
+        except (OSError, pa.ArrowException):
+            held = None  # unreadable: written again
+        if held is None:
+            return _Bucket(path, rows, columns, None, {}, None)
+        names = held.schema_arrow.names
+        stored = held.read(columns=[c for c in ["chunk_id", *HASHES.values()] if c in names])
+        old = {v: stored.column(h).to_pylist() for v, h in HASHES.items() if h in names}
+        same = names == self.schema.names and all(stored.column(c).to_pylist() == columns[c] for c in columns)
+        kept = json.loads(held.metadata.metadata.get(PROBLEMS, b"[]")) if same else None
+        return _Bucket(path, rows, columns, held, old, kept)
 
-def _write_bucket(
-    path: AnyPath, schema: pa.Schema, columns: dict[str, list[str]], store: VectorStore
-) -> list[str]:
-    problems: list[str] = []
+    def needed(self) -> list[int]:
+        """Positions in `hashes + ctx_hashes` of the vectors a bucket to write lacks: the store must
+        hold them before `write`."""
+        out: list[int] = []
+        for bucket in self.buckets:
+            if bucket.kept is not None:
+                continue
+            for offset, (vector, hashes) in enumerate(HASHES.items()):
+                if hashes in bucket.columns:
+                    have = set(bucket.old.get(vector, ()))
+                    column = bucket.columns[hashes]
+                    out += [self.n * offset + int(i) for i, h in zip(bucket.rows, column) if h not in have]
+        return sorted(out)
 
-    def checked(hashes: list[str], start: int, what: str) -> pa.FixedSizeListArray:
-        matrix = store.vectors(hashes[start : start + ROW_GROUP])
-        rows = f"{path.name} rows {start}-{start + len(matrix) - 1}"
-        problems.extend(f"{what} {rows}: {p}" for p in vector_problems(matrix, store.dim))
-        return vector_column(matrix)
+    def write(self, store: VectorStore) -> tuple[list[str], int]:
+        """Write the buckets that changed. Returns the vectors' problems (`vector_problems`, naming
+        the bucket and rows, kept buckets' included) and the number of buckets written."""
+        problems: list[str] = []
+        written = 0
+        for bucket in self.buckets:
+            if bucket.kept is None:
+                bucket.kept = self._write(bucket, store)
+                written += 1
+            problems += bucket.kept
+        return problems, written
 
-    def groups():
-        ids, plain, ctx = columns["chunk_id"], columns["text_hash"], columns.get("text_hash_ctx")
-        for start in range(0, max(len(ids), 1), ROW_GROUP):
-            stop = start + ROW_GROUP
-            part = [ids[start:stop], plain[start:stop], checked(plain, start, "vector")]
-            if ctx is not None:
-                part += [ctx[start:stop], checked(ctx, start, "vector_ctx")]
-            yield pa.table(part, schema=schema)
+    def _write(self, bucket: _Bucket, store: VectorStore) -> list[str]:
+        problems: list[str] = []
+        held: dict[str, tuple[pd.Index, np.ndarray]] = {}  # column -> (its hashes, once, and their rows)
+        for column, hashes in bucket.old.items():
+            if not hashes:
+                continue
+            index = pd.Index(hashes, dtype=object)
+            first = ~index.duplicated()
+            held[column] = (index[first], np.flatnonzero(first))
+        read: dict[str, np.ndarray] = {}  # the old file's vectors, read on first use
 
-    footer = lambda: {PROBLEMS: json.dumps(problems)}  # noqa: E731 - known once every group is checked
-    write_batches(groups(), schema, path, footer=footer, **VectorStore.write_options)
-    return problems
+        def vectors(column: str, start: int) -> pa.FixedSizeListArray:
+            hashes = bucket.columns[HASHES[column]][start : start + ROW_GROUP]
+            matrix = np.empty((len(hashes), self.dim), np.float32)
+            found = np.full(len(hashes), -1)
+            if column in held:
+                index, rows = held[column]
+                at = index.get_indexer(hashes)
+                found = np.where(at >= 0, rows[at], -1)
+                if (found >= 0).any():
+                    if column not in read:
+                        read[column] = vector_matrix(bucket.held.read(columns=[column]).column(0), self.dim)
+                    matrix[found >= 0] = read[column][found[found >= 0]]
+            if len(missing := np.flatnonzero(found < 0)):
+                matrix[missing] = store.vectors([hashes[i] for i in missing])
+            rows = f"{bucket.path.name} rows {start}-{start + len(matrix) - 1}"
+            problems.extend(f"{column} {rows}: {p}" for p in vector_problems(matrix, self.dim))
+            return vector_column(matrix)
+
+        def groups():
+            for start in range(0, max(len(bucket.rows), 1), ROW_GROUP):
+                part = [
+                    vectors(name, start)
+                    if name in HASHES
+                    else bucket.columns[name][start : start + ROW_GROUP]
+                    for name in self.schema.names
+                ]
+                yield pa.table(part, schema=self.schema)
+
+        footer = lambda: {PROBLEMS: json.dumps(problems)}  # noqa: E731 - known once every group is checked
+        write_batches(groups(), self.schema, bucket.path, footer=footer, **VectorStore.write_options)
+        return problems

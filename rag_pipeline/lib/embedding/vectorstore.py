@@ -62,6 +62,12 @@ def embed_cached(
     return store.vectors(hashes), hashes, embedded
 
 
+def text_hashes(embedder: Embedder, texts: list[str], kind: Kind) -> list[str]:
+    """What the store keys each text's vector by: the hash of the exact text embedded, prefix included."""
+    prefix = embedder.prefix(kind)
+    return [text_hash(prefix + t) for t in texts]
+
+
 def embed_missing(
     embedder: Embedder,
     store: VectorStore,
@@ -83,8 +89,7 @@ def embed_missing(
     the text an embedding error is about.
     Returns (text hashes, number of texts sent to the embedder).
     """
-    prefix = embedder.prefix(kind)
-    hashes = [text_hash(prefix + t) for t in texts]
+    hashes = text_hashes(embedder, texts, kind)
     stored = store.contains(hashes)
     todo: dict[str, int] = {}
     for i, (h, found) in enumerate(zip(hashes, stored)):

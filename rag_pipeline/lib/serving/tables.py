@@ -183,6 +183,19 @@ def _sync_index(table: lancedb.table.Table, ann: AnnConfig, dim: int, churn: int
     return {"index_type": ann.kind, "index_params": params, "index_trained": train}
 
 
+COMPACT_FRAGMENTS = 16  # a small sync adds a fragment; compaction rewrites the table, so it waits
+COMPACT_CHANGE = 0.1  # ... unless a sync changed this share of the rows (their old copies take disk)
+
+
+def _compact_now(table: lancedb.table.Table, changed: int, trained: bool) -> bool:
+    """Whether to `optimize` (compact, fold new rows into the index, clean up old versions) now:
+    after a large change or training, or once small syncs have left COMPACT_FRAGMENTS fragments.
+    Until then new rows are searched exactly beside the index, so results do not change."""
+    if trained or changed > COMPACT_CHANGE * max(table.count_rows(), 1):
+        return True
+    return changed > 0 and table.stats()["fragment_stats"]["num_fragments"] >= COMPACT_FRAGMENTS
+
+
 MAX_LISTED_DELETES = 1000  # past this many removed ids a sync merges every row (no long IN list)
 
 
@@ -199,8 +212,8 @@ def sync_table(
 
     New chunk_ids are inserted, missing ones deleted, and rows whose access, commit or
     embedding_version differ rewritten, all in one commit; only the rows written are built (their
-    vectors read). Then the index is kept in step and versions older than `retain` are removed,
-    but never one as recent as the version tagged `live` (see `live.py`).
+    vectors read). Then, when `_compact_now`, the table is compacted, the index kept in step and
+    versions older than `retain` removed, never one as recent as the version tagged `live`.
     Returns metadata for the asset.
     """
     try:
@@ -256,7 +269,7 @@ def sync_table(
                 "rows_updated": merged.num_updated_rows,
             }
     index = _sync_index(table, ann, dim, changes["rows_added"] + changes["rows_updated"])
-    if any(changes.values()) or index["index_trained"]:
+    if _compact_now(table, sum(changes.values()), index["index_trained"]):
         with warnings.catch_warnings():
             # LanceDB warns that retain=0 breaks readers of old versions: the caller chose it
             warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
