@@ -49,7 +49,9 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
             "chunks_removed": len(before - after),
         }
         context.log.info(f"{name}: {counts}")
-        spans = frame[["chunk_id", "note", "start", "end", "text"]].to_dict("records")
+        names = ["chunk_id", "note", "start", "end", "text"]
+        # from plain lists: a frame of Arrow strings is slow to turn into records row by row
+        spans = [dict(zip(names, row)) for row in zip(*(frame[c].tolist() for c in names))]
         problems = coverage_problems(spans, dict(zip(cleaned["note"], cleaned["text"])), strategy.overlapping)
         path = store.write(frame, relative)
         check = dg.AssetCheckResult(
