@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -82,16 +83,47 @@ def rebuild_by_note(
     unchanged = set(changes.unchanged)
     reuse = notes["note"].isin(unchanged)
     built = pd.DataFrame([row for note in notes[~reuse].to_dict("records") for row in build(note)])
-    parts = [built] if len(built) else []
-    if reuse.any():
-        kept = previous[previous["note"].isin(unchanged)].copy()
-        for column, source in refresh.items():
-            kept[column] = kept["note"].map(dict(zip(notes["note"], notes[source])))
-        parts.insert(0, kept)
-    if not parts:
+    if not len(built) and not reuse.any():
         return pd.DataFrame(), changes
-    columns = list(built.columns) if len(built) else list(parts[0].columns)
-    frame = pd.concat(parts, ignore_index=True)[columns]
+    columns = list(built.columns) if len(built) else list(previous.columns)
     position = dict(zip(notes["note"], range(len(notes))))
-    order = np.argsort(frame["note"].map(position).to_numpy(), kind="stable")
-    return frame.iloc[order].reset_index(drop=True), changes
+    if not reuse.any():
+        return built[columns], changes
+    previous = previous.copy()
+    for column, source in refresh.items():
+        previous[column] = previous["note"].map(dict(zip(notes["note"], notes[source])))
+    keep = previous["note"].isin(unchanged).to_numpy()
+    return _in_note_order(previous[columns], keep, built, position), changes
+
+
+MAX_PIECES = 64  # past this many runs of kept rows and built notes, one reordering take is cheaper
+
+
+def _in_note_order(
+    previous: pd.DataFrame, keep: np.ndarray, built: pd.DataFrame, position: dict[str, int]
+) -> pd.DataFrame:
+    """The kept rows of `previous` and the `built` rows, ordered by their note's `position` (rows
+    of one note in their order). When the previous rows are in note order and few notes changed,
+    slices are spliced rather than every row reordered: an edit costs its notes, not the corpus."""
+    at = previous["note"].map(position).to_numpy(dtype=float, na_value=np.nan)
+    kept = np.flatnonzero(keep)
+    notes = built["note"].to_numpy() if len(built) else np.array([], dtype=object)
+    bounds = (
+        [*np.flatnonzero(np.concatenate([[True], notes[1:] != notes[:-1]])), len(notes)] if len(notes) else []
+    )
+    blocks = list(itertools.pairwise(bounds))  # each built note's rows
+    cuts = np.searchsorted(at[kept], [position[notes[a]] for a, _ in blocks]).astype(int)
+    breaks = np.flatnonzero(np.diff(kept) != 1) + 1  # where the kept rows stop being one slice
+    edges = np.unique(np.concatenate([[0, len(kept)], cuts, breaks])).astype(int)
+    if np.any(np.diff(at[kept]) < 0) or len(edges) + len(blocks) > MAX_PIECES:
+        frame = pd.concat([previous[keep], built], ignore_index=True)
+        order = np.argsort(frame["note"].map(position).to_numpy(), kind="stable")
+        return frame.iloc[order].reset_index(drop=True)
+    parts, b = [], 0
+    for lo, hi in itertools.pairwise(edges):
+        while b < len(blocks) and cuts[b] <= lo:
+            parts.append(built.iloc[blocks[b][0] : blocks[b][1]])
+            b += 1
+        parts.append(previous.iloc[kept[lo] : kept[hi - 1] + 1])
+    parts += [built.iloc[x:y] for x, y in blocks[b:]]
+    return pd.concat(parts, ignore_index=True)
