@@ -139,3 +139,20 @@ def test_a_bucket_written_again_takes_the_vectors_its_file_holds_and_needs_only_
     vectors, _ = read_lane(lane, DIM, ids, contextual=False)
     assert np.array_equal(np.asarray(vectors), np.concatenate([plain[:1], plain[1:]]))
     assert LaneWriter(lane, ids, notes, edited, None, "test-v2", DIM).needed() == list(range(20))
+
+
+def test_buckets_are_read_from_the_store_together_up_to_the_prefetch_budget(tmp_path, monkeypatch):
+    store, plain, _, hashes, _, notes = _lane_world(tmp_path, monkeypatch)
+    calls: list[int] = []
+    real = VectorStore.vectors
+    monkeypatch.setattr(VectorStore, "vectors", lambda self, h: calls.append(len(h)) or real(self, h))
+    ids = [f"c{i}" for i in range(20)]
+    write_lane(tmp_path / "together.parquet", ids, notes, hashes, None, store)
+    assert calls == [20]  # both buckets in one read
+    calls.clear()
+    monkeypatch.setattr(lanefile, "PREFETCH_BYTES", 4 * DIM)  # a vector at a time: a read per bucket
+    write_lane(tmp_path / "apart.parquet", ids, notes, hashes, None, store)
+    assert sorted(calls) == sorted(np.bincount(lanefile.bucket_of(notes)).tolist())
+    together, _ = read_lane(tmp_path / "together.parquet", DIM, ids, contextual=False)
+    apart, _ = read_lane(tmp_path / "apart.parquet", DIM, ids, contextual=False)
+    assert np.array_equal(np.asarray(together), plain) and np.array_equal(np.asarray(apart), plain)

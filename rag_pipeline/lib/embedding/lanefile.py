@@ -26,6 +26,7 @@ from rag_pipeline.lib.embedding.vectorstore import VectorStore
 
 BUCKETS = 32  # files per lane: a one-note edit rewrites about 1/32 of the lane
 ROW_GROUP = 4096  # rows per group: a group of 384-dim plain and contextual vectors is about 12 MB
+PREFETCH_BYTES = 128 << 20  # vectors read from the store at once, for as many buckets as fit
 PROBLEMS = b"vector_problems"  # footer key: the problems of the bucket's vectors, as a JSON list
 
 
@@ -183,33 +184,41 @@ class LaneWriter:
         kept = json.loads(held.metadata.metadata.get(PROBLEMS, b"[]")) if same else None
         return _Bucket(path, rows, columns, held, old, kept)
 
+    def _lacking(self, bucket: _Bucket):
+        """(position in `hashes + ctx_hashes`, hash) of each vector a bucket to write lacks in its file."""
+        for offset, (vector, hashes) in enumerate(HASHES.items()):
+            if hashes in bucket.columns:
+                have = set(bucket.old.get(vector, ()))
+                for i, h in zip(bucket.rows, bucket.columns[hashes]):
+                    if h not in have:
+                        yield self.n * offset + int(i), h
+
     def needed(self) -> list[int]:
         """Positions in `hashes + ctx_hashes` of the vectors a bucket to write lacks: the store must
         hold them before `write`."""
-        out: list[int] = []
-        for bucket in self.buckets:
-            if bucket.kept is not None:
-                continue
-            for offset, (vector, hashes) in enumerate(HASHES.items()):
-                if hashes in bucket.columns:
-                    have = set(bucket.old.get(vector, ()))
-                    column = bucket.columns[hashes]
-                    out += [self.n * offset + int(i) for i, h in zip(bucket.rows, column) if h not in have]
-        return sorted(out)
+        return sorted(p for b in self.buckets if b.kept is None for p, _ in self._lacking(b))
 
     def write(self, store: VectorStore) -> tuple[list[str], int]:
         """Write the buckets that changed. Returns the vectors' problems (`vector_problems`, naming
-        the bucket and rows, kept buckets' included) and the number of buckets written."""
-        problems: list[str] = []
-        written = 0
-        for bucket in self.buckets:
-            if bucket.kept is None:
-                bucket.kept = self._write(bucket, store)
-                written += 1
-            problems += bucket.kept
-        return problems, written
+        the bucket and rows, kept buckets' included) and the number of buckets written.
 
-    def _write(self, bucket: _Bucket, store: VectorStore) -> list[str]:
+        The store is read for several buckets at once, up to PREFETCH_BYTES of vectors: a bucket's
+        rows are spread over the whole lane, so reading it alone would read nearly every row group
+        the lane's vectors are in."""
+        todo = [b for b in self.buckets if b.kept is None]
+        limit, batch, rows = max(1, PREFETCH_BYTES // (4 * self.dim)), [], 0
+        for i, bucket in enumerate(todo):
+            batch.append(bucket)
+            rows += sum(1 for _ in self._lacking(bucket))
+            if rows >= limit or i == len(todo) - 1:
+                hashes = list(dict.fromkeys(h for b in batch for _, h in self._lacking(b)))
+                fetched = (pd.Index(hashes, dtype=object), store.vectors(hashes))
+                for b in batch:
+                    b.kept = self._write(b, fetched)
+                batch, rows = [], 0
+        return [p for b in self.buckets for p in b.kept], len(todo)
+
+    def _write(self, bucket: _Bucket, fetched: tuple[pd.Index, np.ndarray]) -> list[str]:
         problems: list[str] = []
         held: dict[str, tuple[pd.Index, np.ndarray]] = {}  # column -> (its hashes, once, and their rows)
         for column, hashes in bucket.old.items():
@@ -233,7 +242,8 @@ class LaneWriter:
                         read[column] = vector_matrix(bucket.held.read(columns=[column]).column(0), self.dim)
                     matrix[found >= 0] = read[column][found[found >= 0]]
             if len(missing := np.flatnonzero(found < 0)):
-                matrix[missing] = store.vectors([hashes[i] for i in missing])
+                index, stored = fetched
+                matrix[missing] = stored[index.get_indexer([hashes[i] for i in missing])]
             rows = f"{bucket.path.name} rows {start}-{start + len(matrix) - 1}"
             problems.extend(f"{column} {rows}: {p}" for p in vector_problems(matrix, self.dim))
             return vector_column(matrix)
