@@ -9,6 +9,7 @@ import pytest
 
 from rag_pipeline.lib.core import vector_column, write_table
 from rag_pipeline.lib.embedding import LaneMismatch, LaneVectors, LaneWriter, VectorStore, lanefile, read_lane
+from rag_pipeline.lib.retrieval.dense import dense_scores
 
 DIM = 8
 
@@ -156,3 +157,14 @@ def test_buckets_are_read_from_the_store_together_up_to_the_prefetch_budget(tmp_
     together, _ = read_lane(tmp_path / "together.parquet", DIM, ids, contextual=False)
     apart, _ = read_lane(tmp_path / "apart.parquet", DIM, ids, contextual=False)
     assert np.array_equal(np.asarray(together), plain) and np.array_equal(np.asarray(apart), plain)
+
+
+def test_a_full_scan_reads_each_row_group_once_in_the_files_order(tmp_path, monkeypatch):
+    store, plain, _, hashes, _, notes = _lane_world(tmp_path, monkeypatch)
+    ids = [f"c{i}" for i in range(20)]
+    write_lane(tmp_path / "lane.parquet", ids, notes, hashes, None, store)
+    vectors, _ = read_lane(tmp_path / "lane.parquet", DIM, ids, contextual=False)
+    queries = plain[[3, 11]]
+    scores = dense_scores(vectors, queries, block=4)
+    assert vectors.groups_read == len(vectors.groups)  # a slice of 4 rows in chunk order spans both buckets
+    assert np.array_equal(scores, dense_scores(plain, queries, block=4))

@@ -92,6 +92,21 @@ class LaneVectors:
             out[at] = matrix[stored[at] - self.starts[g]]
         return out
 
+    def blocks(self):
+        """(positions, vectors) a row group at a time, in the files' order: a full scan reads each
+        group once (positions in chunk order would read every bucket's groups for each block)."""
+        inverse = None
+        if self.rows is not None:
+            inverse = np.full(int(self.starts[-1]), -1, np.int64)
+            inverse[self.rows] = np.arange(len(self.rows))
+        for g, (file, index) in enumerate(self.groups):
+            lo, hi = int(self.starts[g]), int(self.starts[g + 1])
+            positions = np.arange(lo, hi) if inverse is None else inverse[lo:hi]
+            matrix = vector_matrix(file.read_row_group(index, columns=[self.column]).column(0), self.dim)
+            self.groups_read += 1
+            keep = positions >= 0  # rows no position asks for (none, after read_lane's check)
+            yield positions[keep], matrix[keep]
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         whole = self[:]
         return whole if dtype is None else whole.astype(dtype)

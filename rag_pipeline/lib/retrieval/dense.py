@@ -13,15 +13,25 @@ def dense_scores(vectors: np.ndarray, queries: np.ndarray, block: int = 4096) ->
     merged with scores kept from an earlier run."""
     q = np.asarray(queries, dtype=np.float64)
     out = np.empty((q.shape[0], len(vectors)), np.float32)
-    for start in range(0, len(vectors), block):
-        columns = np.asarray(vectors[start : start + block], dtype=np.float64).T.copy()
+    for positions, matrix in blocks(vectors, block):
+        columns = np.asarray(matrix, dtype=np.float64).T.copy()
         total = np.zeros((q.shape[0], columns.shape[1]))
         term = np.empty_like(total)
         for d in range(columns.shape[0]):
             np.multiply(q[:, d, None], columns[d], out=term)
             total += term
-        out[:, start : start + columns.shape[1]] = total
+        out[:, positions] = total
     return out
+
+
+def blocks(vectors, block: int):
+    """(positions, rows) covering every row once: in storage order when the vectors can say it
+    (`LaneVectors.blocks`, a row group at a time), else contiguous slices of `block` rows."""
+    if hasattr(vectors, "blocks"):
+        yield from vectors.blocks()
+        return
+    for start in range(0, len(vectors), block):
+        yield slice(start, start + block), vectors[start : start + block]
 
 
 Mask = np.ndarray | None  # per position, may the asker read it; None: everything
