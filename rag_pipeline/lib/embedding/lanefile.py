@@ -169,8 +169,6 @@ class LaneWriter:
             fields += [("text_hash_ctx", pa.string()), ("vector_ctx", vector)]
         metadata = {"embedding_version": embedding_version, "dim": str(dim)}
         self.schema = pa.schema(fields, metadata=metadata)
-        if self.directory.is_file():  # the one-file layout of earlier versions
-            self.directory.unlink()
         bucket = bucket_of(notes)
         self.buckets = []
         for b, path in enumerate(bucket_paths(self.directory)):
@@ -181,7 +179,7 @@ class LaneWriter:
             self.buckets.append(self._plan(path, rows, columns))
 
     def _plan(self, path: AnyPath, rows: np.ndarray, columns: dict[str, list[str]]) -> _Bucket:
-        held, old = None, {}
+        held = None
         try:
             if path.exists():
                 held = parquet_file(path)
@@ -220,17 +218,19 @@ class LaneWriter:
         The store is read for several buckets at once, up to PREFETCH_BYTES of vectors: a bucket's
         rows are spread over the whole lane, so reading it alone would read nearly every row group
         the lane's vectors are in."""
+        if self.directory.is_file():  # the one-file layout of earlier versions
+            self.directory.unlink()
         todo = [b for b in self.buckets if b.kept is None]
-        limit, batch, rows = max(1, PREFETCH_BYTES // (4 * self.dim)), [], 0
+        limit, batch, hashes = max(1, PREFETCH_BYTES // (4 * self.dim)), [], []
         for i, bucket in enumerate(todo):
             batch.append(bucket)
-            rows += sum(1 for _ in self._lacking(bucket))
-            if rows >= limit or i == len(todo) - 1:
-                hashes = list(dict.fromkeys(h for b in batch for _, h in self._lacking(b)))
-                fetched = (pd.Index(hashes, dtype=object), store.vectors(hashes))
+            hashes += [h for _, h in self._lacking(bucket)]
+            if len(hashes) >= limit or i == len(todo) - 1:
+                unique = list(dict.fromkeys(hashes))
+                fetched = (pd.Index(unique, dtype=object), store.vectors(unique))
                 for b in batch:
                     b.kept = self._write(b, fetched)
-                batch, rows = [], 0
+                batch, hashes = [], []
         return [p for b in self.buckets for p in b.kept], len(todo)
 
     def _write(self, bucket: _Bucket, fetched: tuple[pd.Index, np.ndarray]) -> list[str]:
