@@ -17,8 +17,8 @@ import dagster as dg
 import pandas as pd
 
 from rag_pipeline.definitions import assets, resources_from_env
+from rag_pipeline.lib.chunking import contextual_text
 from rag_pipeline.lib.embedding import make_embedder
-from rag_pipeline.lib.retrieval import contextual_text
 
 
 def step_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:

@@ -1,6 +1,7 @@
 """Embedding stage: passage vectors per strategy, stored under their embedding_version."""
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import dagster as dg
 import pandas as pd
@@ -10,10 +11,16 @@ from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.io import forward_logs
 from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
-from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.chunking import Strategy, contextual_text
 from rag_pipeline.lib.core import content_version
-from rag_pipeline.lib.embedding import BUCKETS, LaneWriter, bucket_paths, progress_reporter, text_hashes
-from rag_pipeline.lib.retrieval import contextual_text
+from rag_pipeline.lib.embedding import (
+    BUCKETS,
+    Embedder,
+    LaneWriter,
+    bucket_paths,
+    progress_reporter,
+    text_hashes,
+)
 
 
 def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.AssetsDefinition:
@@ -46,18 +53,13 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
         retrieval: RetrievalResource,
         store: DataStore,
     ) -> dg.MaterializeResult:
-        chunks = store.read(
-            lanes.lane_path("chunks", strategy), columns=["chunk_id", "note", "text", "heading_path"]
-        )
+        chunks = store.read(lanes.lane_path("chunks", strategy))
         model = embedder.get()
         ids = chunks["chunk_id"].tolist()
-        texts, labels = chunks["text"].tolist(), [f"chunk {c}" for c in ids]
         contextual = retrieval.needs_contextual_vectors()
-        if contextual:  # the same chunks with their title and heading path in front, for `+ctx` retrievers
-            texts += [contextual_text(h, t) for h, t in zip(chunks["heading_path"], chunks["text"])]
-            labels += [f"{label} (with context)" for label in labels]
         n = len(chunks)
-        hashes = text_hashes(model, texts, "passage")
+        texts = Passages(chunks["text"].tolist(), chunks["heading_path"].tolist(), contextual)
+        hashes = passage_hashes(model, chunks, texts)
         lane = LaneWriter(
             store.path(lanes.embeddings_path(model.embedding_version, strategy)),
             ids,
@@ -74,7 +76,7 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
             _, embedded = embedder.embed_missing(
                 [texts[i] for i in needed],
                 "passage",
-                [labels[i] for i in needed],
+                [f"chunk {ids[i % n]}" + (" (with context)" if i >= n else "") for i in needed],
                 progress_reporter(context.log.info, name),
             )
         problems, written = lane.write(embedder.vector_store())
@@ -108,3 +110,29 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
         )
 
     return _embeddings
+
+
+@dataclass(frozen=True)
+class Passages:
+    """What a lane embeds: each chunk's text, then (for `+ctx` retrievers) each with its context,
+    built only for the positions asked for."""
+
+    plain: list[str]
+    headings: list[str]
+    contextual: bool
+
+    def __len__(self) -> int:
+        return len(self.plain) * (2 if self.contextual else 1)
+
+    def __getitem__(self, i: int) -> str:
+        n = len(self.plain)
+        return self.plain[i] if i < n else contextual_text(self.headings[i - n], self.plain[i - n])
+
+
+def passage_hashes(model: Embedder, chunks: pd.DataFrame, texts: Passages) -> list[str]:
+    """The vector store's key of each passage. Without a passage prefix it is the chunk's own text
+    hash, kept in the chunks file; else the hash of the prefixed text."""
+    columns = ["text_hash", "ctx_text_hash"][: 2 if texts.contextual else 1]
+    if model.prefix("passage") == "" and all(c in chunks and chunks[c].notna().all() for c in columns):
+        return [h for c in columns for h in chunks[c].tolist()]
+    return text_hashes(model, [texts[i] for i in range(len(texts))], "passage")

@@ -1,16 +1,20 @@
 import itertools
 import random
 
+import pandas as pd
 import pytest
 
 from rag_pipeline.lib.chunking import (
     STRATEGIES,
     chunk_note,
+    contextual_text,
     coverage_problems,
     fixed_spans,
     recursive_spans,
     section_split_spans,
+    with_text_hashes,
 )
+from rag_pipeline.lib.core import text_hash
 from rag_pipeline.lib.sources import clean_note, sections_of
 
 LONG = (
@@ -225,3 +229,15 @@ def test_recursive_holds_on_random_notes():
                 for i, (s, e) in enumerate(spans)
             ]
             assert coverage_problems(rows, {"n": note.text}, overlap > 0) == []
+
+
+def test_chunks_carry_the_hashes_of_their_plain_and_contextual_texts():
+    _, rows = chunks_of("section-split")
+    frame = pd.DataFrame(rows)
+    assert frame["text_hash"].tolist() == [text_hash(t) for t in frame["text"]]
+    contextual = [contextual_text(h, t) for h, t in zip(frame["heading_path"], frame["text"])]
+    assert frame["ctx_text_hash"].tolist() == [text_hash(t) for t in contextual]
+    assert len(set(frame["ctx_text_hash"]) | set(frame["text_hash"])) == 2 * len(frame)
+    # a file written before chunks carried them gets the very same values
+    old = frame.drop(columns=["text_hash", "ctx_text_hash"])
+    pd.testing.assert_frame_equal(with_text_hashes(old), frame)

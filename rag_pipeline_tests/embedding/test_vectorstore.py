@@ -1,11 +1,21 @@
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from rag_pipeline.defs.embeddings import Passages, passage_hashes
+from rag_pipeline.lib.chunking import with_text_hashes
 from rag_pipeline.lib.core import segments as segments
-from rag_pipeline.lib.embedding import Embedder, EmbeddingError, HashingEmbedder, VectorStore, embed_cached
+from rag_pipeline.lib.embedding import (
+    Embedder,
+    EmbeddingError,
+    HashingEmbedder,
+    VectorStore,
+    embed_cached,
+    text_hashes,
+)
 
 
 class Counting(HashingEmbedder):
@@ -222,3 +232,21 @@ def test_a_merge_streams_row_groups_and_keeps_one_row_per_hash(tmp_path, monkeyp
     reopened = VectorStore(tmp_path, "test-version", 8)
     assert np.array_equal(reopened.vectors(hashes), vectors)  # the first write of hashes[7] wins
     assert not reopened.vectors(["f" * 32]).any()
+
+
+class Prefixed(HashingEmbedder):
+    passage_prefix = "passage: "
+
+
+def test_a_passage_is_keyed_by_the_chunks_text_hash_only_when_the_embedder_adds_no_prefix():
+    chunks = with_text_hashes(
+        pd.DataFrame({"text": ["一つ目の文。", "二つ目の文。"], "heading_path": ["T > A", "T > B"]})
+    )
+    for contextual in (False, True):
+        texts = Passages(chunks["text"].tolist(), chunks["heading_path"].tolist(), contextual)
+        listed = [texts[i] for i in range(len(texts))]
+        for embedder in (HashingEmbedder(dim=8), Prefixed(dim=8)):
+            assert passage_hashes(embedder, chunks, texts) == text_hashes(embedder, listed, "passage")
+        kept = chunks["text_hash"].tolist() + (chunks["ctx_text_hash"].tolist() if contextual else [])
+        assert passage_hashes(HashingEmbedder(dim=8), chunks, texts) == kept
+        assert not set(passage_hashes(Prefixed(dim=8), chunks, texts)) & set(kept)

@@ -10,7 +10,7 @@ import pytest
 
 from rag_pipeline.definitions import build_assets, index_and_evaluate, resources_from_env
 from rag_pipeline.defs.resources import EmbedderResource
-from rag_pipeline.lib.chunking import STRATEGIES
+from rag_pipeline.lib.chunking import STRATEGIES, Strategy
 from rag_pipeline.lib.embedding import Embedder, HashingEmbedder
 from rag_pipeline.lib.sources import build_repository, note_id
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
@@ -200,3 +200,37 @@ def test_the_make_run_path_executes_only_what_is_stale(notes_repo, small_env):
     summary = pd.read_parquet(Path(small_env["RAG_DATA_DIR"]) / "reports" / "evaluation_summary.parquet")
     assert set(summary["commit"]) == {commit}
     assert {r.job_name for r in instance.get_runs()} == {"index_and_evaluate"}
+
+
+def gap_spans(text: str, sections) -> list[tuple[int, int]]:
+    """One chunk per note, leaving out the first characters of a note that says GAP."""
+    return [(3 if "GAP" in text else 0, len(text))]
+
+
+def test_the_chunks_check_rechecks_only_rebuilt_notes_while_it_passes(notes_repo, small_env):
+    """After a passing check only rebuilt notes are checked; a failure stays until it is fixed."""
+    strategy = Strategy("gappy", "gappy-v1", gap_spans)
+    resources = resources_from_env(small_env)
+    assets = build_assets([strategy], resources)
+    instance = dg.DagsterInstance.ephemeral()
+    selection = ["source_notes", "cleaned_notes", "chunks_gappy"]
+
+    def check() -> tuple[bool, str]:
+        result = dg.materialize(
+            assets, selection=selection, resources=resources, instance=instance, raise_on_error=False
+        )
+        (evaluation,) = result.get_asset_check_evaluations()
+        return evaluation.passed, evaluation.metadata["problems"].value
+
+    assert check() == (True, "none")
+    path = "content/notes/db/deadlock/index.md"
+    original = (Path(notes_repo.working_tree_dir) / path).read_text(encoding="utf-8")
+    commit_files(notes_repo, {path: original + "\nGAP\n"}, "a note the chunker mangles")
+    passed, problems = check()
+    assert not passed and problems == "note 'deadlock': text [0, 3) is in no chunk"
+    other = "content/notes/net/tcp-handshake/index.md"
+    text = (Path(notes_repo.working_tree_dir) / other).read_text(encoding="utf-8")
+    commit_files(notes_repo, {other: text + "\n追記。\n"}, "edit another note")
+    assert check() == (passed, problems)  # the unchanged, mangled note is checked again
+    commit_files(notes_repo, {path: original}, "fixed")
+    assert check() == (True, "none")

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_pipeline.lib.chunking import Strategy, chunk_note, fixed_spans, stable_id
+from rag_pipeline.lib.chunking import Strategy, chunk_note, contextual_text, fixed_spans, stable_id
 from rag_pipeline.lib.embedding import HashingEmbedder
 from rag_pipeline.lib.retrieval import (
     RANKERS,
@@ -13,7 +13,6 @@ from rag_pipeline.lib.retrieval import (
     TokenStore,
     bm25_terms,
     char_ngrams,
-    contextual_text,
     lexical_miss_share,
     make_analyzer,
     retrieve,

@@ -16,6 +16,7 @@ from rag_pipeline.lib.chunking.chunkers import (
 )
 from rag_pipeline.lib.chunking.coverage import coverage_problems
 from rag_pipeline.lib.chunking.strategy_file import StrategyError, load_strategies, read_strategy_file
+from rag_pipeline.lib.chunking.texts import contextual_text, with_text_hashes
 
 __all__ = [
     "STRATEGIES",
@@ -24,6 +25,7 @@ __all__ = [
     "StrategyError",
     "chunk_cleaned_note",
     "chunk_note",
+    "contextual_text",
     "coverage_problems",
     "fixed_spans",
     "fixed_strategy",
@@ -33,4 +35,5 @@ __all__ = [
     "section_split_spans",
     "stable_id",
     "top_sections",
+    "with_text_hashes",
 ]

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 
-from rag_pipeline.lib.core import PARAGRAPH_END, SENTENCE_BREAK, SENTENCE_SPLIT
+from rag_pipeline.lib.chunking.texts import contextual_text
+from rag_pipeline.lib.core import PARAGRAPH_END, SENTENCE_BREAK, SENTENCE_SPLIT, text_hash
 from rag_pipeline.lib.sources import Section
 
 Span = tuple[int, int]
@@ -258,6 +259,8 @@ def chunk_note(
                 "parent_end": parent_end,
                 "text": piece,
                 "n_chars": len(piece),
+                "text_hash": text_hash(piece),
+                "ctx_text_hash": text_hash(contextual_text(inner.heading_path, piece)),
             }
         )
     return rows

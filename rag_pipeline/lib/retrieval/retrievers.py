@@ -18,6 +18,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from rag_pipeline.lib.chunking import contextual_text
 from rag_pipeline.lib.core import readable_mask, text_hash
 from rag_pipeline.lib.retrieval.dense import Mask, top_k
 from rag_pipeline.lib.retrieval.fusion import rrf, score_fusion
@@ -74,10 +75,6 @@ class RetrievalSettings:
             )
 
 
-def contextual_text(heading_path: str, text: str) -> str:
-    return f"{heading_path}\n{text}"
-
-
 @dataclass
 class ChunkIndex:
     """One strategy's chunks (chunk_id, note, start, end, n_chars, heading_path, parent_*, text)
@@ -96,8 +93,14 @@ class ChunkIndex:
         return self.ctx_texts if contextual else self.plain_texts
 
     def text_hashes(self, contextual: bool) -> list[str]:
+        """Each chunk's text hash, from the chunks' `text_hash` / `ctx_text_hash` when they hold it."""
         if contextual not in self._hashes:
-            self._hashes[contextual] = [text_hash(t) for t in self.texts(contextual)]
+            column = "ctx_text_hash" if contextual else "text_hash"
+            self._hashes[contextual] = (
+                self.chunks[column].tolist()
+                if column in self.chunks and self.chunks[column].notna().all()
+                else [text_hash(t) for t in self.texts(contextual)]
+            )
         return self._hashes[contextual]
 
     def bm25(self, contextual: bool) -> BM25:
