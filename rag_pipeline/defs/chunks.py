@@ -10,6 +10,7 @@ from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems, with_text_hashes
 from rag_pipeline.lib.core import content_version, rebuild_by_note
 
+NOTE_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]
 CHUNKS_CONTENT = ["chunk_id", "commit"]  # the commit too: it is what the served rows say their text is from
 
 
@@ -34,16 +35,24 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
         description=f"Chunks of every note by the `{strategy.name}` strategy ({strategy.version}).",
     )
     def _chunks(context: dg.AssetExecutionContext, store: DataStore):
-        cleaned = store.read(lanes.CLEANED_NOTES)
+        # the notes' versions; the texts and sections of only the notes rebuilt are read
+        versions = store.read(lanes.CLEANED_NOTES, columns=NOTE_VERSIONS)
         previous = store.previous(relative)
         if previous is not None and "ctx_text_hash" not in previous:  # written before chunks kept them
             previous = with_text_hashes(previous)
+        rebuilt: list[pd.DataFrame] = []
+
+        def whole(names: list[str]) -> pd.DataFrame:
+            rebuilt.append(store.read(lanes.CLEANED_NOTES, filters=[("note", "in", names)]))
+            return rebuilt[0]
+
         frame, changes = rebuild_by_note(
             previous,
-            cleaned.assign(chunker_version=strategy.version),
+            versions.assign(chunker_version=strategy.version),
             key=["source_version", "cleaner_version", "chunker_version"],
             build=lambda n: chunk_cleaned_note(strategy, n),
             refresh={"commit": "note_commit"},
+            rows=whole,
         )
         before = set() if previous is None else set(previous["chunk_id"])
         after = set(frame["chunk_id"])
@@ -55,12 +64,15 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
         }
         context.log.info(f"{name}: {counts}")
         # rows kept from a file whose check passed were checked against the same note texts
-        unchanged = set(changes.unchanged) if previous_passed(context, previous) else set()
-        checked, notes = (f[~f["note"].isin(unchanged)] for f in (frame, cleaned))
+        if previous_passed(context, previous):
+            checked, notes = frame[~frame["note"].isin(set(changes.unchanged))], rebuilt
+        else:
+            checked, notes = frame, [store.read(lanes.CLEANED_NOTES, columns=["note", "text"])]
         names = ["chunk_id", "note", "start", "end", "text"]
         # from plain lists: a frame of Arrow strings is slow to turn into records row by row
         spans = [dict(zip(names, row)) for row in zip(*(checked[c].tolist() for c in names))]
-        problems = coverage_problems(spans, dict(zip(notes["note"], notes["text"])), strategy.overlapping)
+        texts = {note: text for n in notes for note, text in zip(n["note"], n["text"])}
+        problems = coverage_problems(spans, texts, strategy.overlapping)
         path = store.write(frame, relative)
         check = dg.AssetCheckResult(
             check_name="chunks_reproduce_notes",

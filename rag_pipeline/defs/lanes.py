@@ -14,6 +14,7 @@ STAGES = ("chunks", "embeddings", "retrieval", "evaluation", "index")
 
 SOURCE_NOTES = "notes/source_notes.parquet"
 CLEANED_NOTES = "notes/cleaned_notes.parquet"
+NOTES_PER_GROUP = 256  # the cleaned notes' row groups: reading a few notes whole skips the others
 QUESTIONS = "notes/questions.parquet"
 GOLD_DRIFT = "notes/gold_drift.parquet"  # published as reports/gold_drift.parquet with the summary
 ANSWERS = "answers/answers.parquet"

@@ -54,3 +54,24 @@ def test_an_incremental_rebuild_equals_a_full_one(names, versions, monkeypatch):
     frame, changes = rebuild_by_note(previous, notes, KEY, build, refresh={"commit": "commit"})
     assert frame.equals(from_scratch(notes))
     assert set(changes.changed) == {n for n in versions if n in NAMES}
+
+
+def test_whole_rows_are_read_for_the_rebuilt_notes_only():
+    previous = from_scratch(notes_frame(NAMES)).assign(commit="c1")
+    whole = notes_frame(NAMES, {"n07": "v2", "n21": "v2"}).assign(body=lambda f: f["note"] + " text")
+    asked: list[list[str]] = []
+
+    def rows(names: list[str]) -> pd.DataFrame:
+        asked.append(names)
+        return whole[whole["note"].isin(names)]
+
+    def build_whole(note: dict) -> list[dict]:
+        assert note["body"] == note["note"] + " text"  # given the whole row
+        return build(note)
+
+    versions = whole.drop(columns="body")
+    frame, _ = rebuild_by_note(previous, versions, KEY, build_whole, refresh={"commit": "commit"}, rows=rows)
+    assert asked == [["n07", "n21"]] and frame.equals(from_scratch(versions))
+    asked.clear()
+    rebuild_by_note(frame, versions, KEY, build_whole, refresh={"commit": "commit"}, rows=rows)
+    assert asked == []  # nothing to rebuild, nothing read

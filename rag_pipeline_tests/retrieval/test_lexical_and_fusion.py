@@ -106,3 +106,14 @@ def test_paired_randomization():
     one_flip = a.copy()
     one_flip[0] = 0.0
     assert paired_randomization(a, one_flip) > 0.5
+
+
+def test_scores_of_the_last_queries_are_kept_read_only_and_new_queries_are_scored():
+    bm25 = BM25.from_tokens([["a", "b"], ["b", "c"], ["c"]])
+    first = bm25.score_matrix([["a"], ["c"]])
+    assert bm25.score_matrix([["a"], ["c"]]) is first and not first.flags.writeable
+    other = bm25.score_matrix([["b"]])
+    np.testing.assert_array_equal(
+        other, BM25.from_tokens([["a", "b"], ["b", "c"], ["c"]]).score_matrix([["b"]])
+    )
+    np.testing.assert_array_equal(bm25.score_matrix([["a"], ["c"]]), first)

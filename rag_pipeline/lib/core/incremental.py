@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 
 @dataclass
@@ -43,9 +45,37 @@ def note_changes(previous: dict[str, str], current: dict[str, str]) -> NoteChang
 
 
 def content_version(frame: pd.DataFrame, columns: list[str]) -> str:
-    """A short hash of the given columns' values: equal data gives an equal version."""
-    body = frame[columns].to_json(orient="values", force_ascii=False, double_precision=6)
-    return hashlib.sha256(body.encode()).hexdigest()[:16]
+    """A short hash of the given columns' values: equal data gives an equal version. Columns of
+    strings, integers and booleans are hashed as Arrow buffers (whatever their dtype), the rest as
+    JSON (floats to 6 decimals, so that a last-bit difference in a score is no change)."""
+    digest = hashlib.sha256(json.dumps(columns).encode())
+    for name in columns:
+        if not _hash_column(frame[name], digest):
+            body = frame[columns].to_json(orient="values", force_ascii=False, double_precision=6)
+            return hashlib.sha256(body.encode()).hexdigest()[:16]
+    return digest.hexdigest()[:16]
+
+
+def _hash_column(column: pd.Series, digest) -> bool:
+    """Feed a column of strings, integers or booleans to `digest`; False for any other column."""
+    kind = pd.api.types.infer_dtype(column, skipna=True)
+    if kind in ("integer", "boolean"):
+        values = column.to_numpy(dtype=np.int64, na_value=np.iinfo(np.int64).min)
+        digest.update(b"i" + values.tobytes() + column.isna().to_numpy().tobytes())
+        return True
+    if kind not in ("string", "empty"):
+        return False
+    strings = pa.array(column, pa.large_string())
+    if isinstance(strings, pa.ChunkedArray):  # an Arrow-backed column
+        strings = strings.combine_chunks()
+    offsets = np.frombuffer(strings.buffers()[1], np.int64)[
+        strings.offset : strings.offset + len(strings) + 1
+    ]
+    data = strings.buffers()[2]
+    body = b"" if data is None or not len(strings) else data[int(offsets[0]) : int(offsets[-1])]
+    digest.update(b"s" + (offsets - offsets[0]).tobytes() + column.isna().to_numpy().tobytes())
+    digest.update(memoryview(body))
+    return True
 
 
 def _keys(frame: pd.DataFrame, columns: list[str]) -> pd.Series | None:
@@ -64,11 +94,14 @@ def rebuild_by_note(
     key: list[str],
     build: Callable[[dict], list[dict]],
     refresh: dict[str, str],
+    rows: Callable[[list[str]], pd.DataFrame] | None = None,
 ) -> tuple[pd.DataFrame, NoteChanges]:
     """Rows for `notes`, in their order: a note whose `key` columns equal those of its previous
     rows keeps them, with the `refresh` columns ({row column: note column}) taken from the note;
     any other note's rows come from `build(note)` (the note as a dict). Only rebuilt notes are
-    handled row by row, so an edit costs its notes plus vectorized work over the rest.
+    handled row by row, so an edit costs its notes plus vectorized work over the rest. With
+    `rows`, `notes` need hold only the key and refresh columns: `rows(names)` gives the whole rows
+    of the notes to build (those `build` is given).
 
     A row written before a key column existed has none, so nothing of it is reused."""
     current = _keys(notes, key)
@@ -82,7 +115,10 @@ def rebuild_by_note(
     changes = note_changes(before, dict(zip(notes["note"], current)))
     unchanged = set(changes.unchanged)
     reuse = notes["note"].isin(unchanged)
-    built = pd.DataFrame([row for note in notes[~reuse].to_dict("records") for row in build(note)])
+    targets = notes[~reuse]
+    if rows is not None and len(targets):
+        targets = rows(targets["note"].tolist())
+    built = pd.DataFrame([row for note in targets.to_dict("records") for row in build(note)])
     if not len(built) and not reuse.any():
         return pd.DataFrame(), changes
     columns = list(built.columns) if len(built) else list(previous.columns)

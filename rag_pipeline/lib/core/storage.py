@@ -245,8 +245,8 @@ def write_batches(
     _atomic(as_path(path), write)
 
 
-def write_frame(frame: pd.DataFrame, path: str | AnyPath) -> None:
-    write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+def write_frame(frame: pd.DataFrame, path: str | AnyPath, row_group_size: int | None = None) -> None:
+    write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=row_group_size)
 
 
 def write_bytes(data: bytes, path: str | AnyPath) -> None:

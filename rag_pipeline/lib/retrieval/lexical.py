@@ -156,6 +156,7 @@ class BM25:
         self.lengths = np.asarray(lengths, np.float64) if self.partial else counts @ np.ones(counts.shape[1])
         self.avgdl = float(self.lengths.mean()) if self.n and self.lengths.sum() else 1.0
         self.df = np.bincount(counts.indices, minlength=len(vocabulary))
+        self._scored: tuple[list[list[str]], np.ndarray] | None = None  # the last queries scored
 
     @classmethod
     def from_tokens(cls, docs: list[list[str]], k1: float = 1.2, b: float = 0.75) -> BM25:
@@ -169,7 +170,10 @@ class BM25:
         return np.where(self.vocabulary[at] == np.asarray(terms, dtype=object), at, -1)
 
     def score_matrix(self, queries: list[list[str]]) -> np.ndarray:
-        """(documents, queries) float32 scores; each distinct query term counts once."""
+        """(documents, queries) float32 scores, read-only; each distinct query term counts once. The
+        same queries asked again (a search, then the lexical check) are not scored again."""
+        if self._scored is not None and self._scored[0] == queries:
+            return self._scored[1]
         terms = sorted({t for q in queries for t in q})
         columns = self._columns(terms)
         known = columns >= 0
@@ -195,6 +199,8 @@ class BM25:
             for j, query in enumerate(block):
                 present[[slot[t] for t in set(query) if t in slot], j] = 1.0
             out[:, start : start + len(block)] = hits @ present
+        out.flags.writeable = False
+        self._scored = ([list(q) for q in queries], out)
         return out
 
     def search_many(

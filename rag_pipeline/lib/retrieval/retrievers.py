@@ -93,14 +93,12 @@ class ChunkIndex:
         return self.ctx_texts if contextual else self.plain_texts
 
     def text_hashes(self, contextual: bool) -> list[str]:
-        """Each chunk's text hash, from the chunks' `text_hash` / `ctx_text_hash` when they hold it."""
-        if contextual not in self._hashes:
-            column = "ctx_text_hash" if contextual else "text_hash"
-            self._hashes[contextual] = (
-                self.chunks[column].tolist()
-                if column in self.chunks and self.chunks[column].notna().all()
-                else [text_hash(t) for t in self.texts(contextual)]
-            )
+        """Each chunk's text hash: its `text_hash` / `ctx_text_hash` when the chunks hold them."""
+        column = "ctx_text_hash" if contextual else "text_hash"
+        if contextual not in self._hashes and column in self.chunks and self.chunks[column].notna().all():
+            self._hashes[contextual] = self.chunks[column].tolist()
+        elif contextual not in self._hashes:
+            self._hashes[contextual] = [text_hash(t) for t in self.texts(contextual)]
         return self._hashes[contextual]
 
     def bm25(self, contextual: bool) -> BM25:
@@ -225,8 +223,9 @@ def assemble(
     """Every configuration's ranked rows from the base retrievers' hits (fusions, rerank, parents)."""
     chunks = index.chunks
     parent_of = chunks["parent_id"].to_numpy()
-    parent_span = list(zip(chunks["note"], chunks["parent_start"], chunks["parent_end"]))
-    texts = chunks["text"].tolist()
+    # from plain lists, and only when a configuration needs them: a Series of strings iterates slowly
+    spans = ["note", "parent_start", "parent_end"]
+    parent_span = list(zip(*(chunks[c].tolist() for c in spans))) if any(s.parent for s in specs) else []
     out: dict[str, list] = {
         c: [] for c in ("question_id", "retriever", "rank", "score", "position", "parent")
     }
@@ -247,7 +246,7 @@ def assemble(
                         f"{spec.name}: no reranker configured (set the retrieval resource's rerank_url)"
                     )
                 head = hits[: settings.rerank_k]
-                scores = reranker.scores(query_texts[qi], [texts[p] for p, _ in head])
+                scores = reranker.scores(query_texts[qi], [index.plain_texts[p] for p, _ in head])
                 hits = sorted(zip((p for p, _ in head), scores), key=lambda h: -h[1])
             if spec.parent:
                 hits = merge_parents(hits, parent_of, parent_span)
