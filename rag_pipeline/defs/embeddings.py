@@ -1,7 +1,6 @@
 """Embedding stage: passage vectors per strategy, stored under their embedding_version."""
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import dagster as dg
 import pandas as pd
@@ -11,15 +10,15 @@ from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.io import forward_logs
 from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
-from rag_pipeline.lib.chunking import Strategy, contextual_text
+from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version
 from rag_pipeline.lib.embedding import (
     BUCKETS,
-    Embedder,
     LaneWriter,
+    Passages,
     bucket_paths,
+    passage_hashes,
     progress_reporter,
-    text_hashes,
 )
 
 
@@ -110,29 +109,3 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
         )
 
     return _embeddings
-
-
-@dataclass(frozen=True)
-class Passages:
-    """What a lane embeds: each chunk's text, then (for `+ctx` retrievers) each with its context,
-    built only for the positions asked for."""
-
-    plain: list[str]
-    headings: list[str]
-    contextual: bool
-
-    def __len__(self) -> int:
-        return len(self.plain) * (2 if self.contextual else 1)
-
-    def __getitem__(self, i: int) -> str:
-        n = len(self.plain)
-        return self.plain[i] if i < n else contextual_text(self.headings[i - n], self.plain[i - n])
-
-
-def passage_hashes(model: Embedder, chunks: pd.DataFrame, texts: Passages) -> list[str]:
-    """The vector store's key of each passage. Without a passage prefix it is the chunk's own text
-    hash, kept in the chunks file; else the hash of the prefixed text."""
-    columns = ["text_hash", "ctx_text_hash"][: 2 if texts.contextual else 1]
-    if model.prefix("passage") == "" and all(c in chunks and chunks[c].notna().all() for c in columns):
-        return [h for c in columns for h in chunks[c].tolist()]
-    return text_hashes(model, [texts[i] for i in range(len(texts))], "passage")

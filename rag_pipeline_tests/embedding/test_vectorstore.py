@@ -5,15 +5,16 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.defs.embeddings import Passages, passage_hashes
 from rag_pipeline.lib.chunking import with_text_hashes
 from rag_pipeline.lib.core import segments as segments
 from rag_pipeline.lib.embedding import (
     Embedder,
     EmbeddingError,
     HashingEmbedder,
+    Passages,
     VectorStore,
     embed_cached,
+    passage_hashes,
     text_hashes,
 )
 

