@@ -8,11 +8,14 @@ exactly what brute force over the table gives, or says it cannot (equal scores r
 end of a cut ranking).
 
 Served results kept across runs: an exact (brute-force) LanceDB search of a question can only change
-when a row of its result is gone, when a row it did not return now scores (nearly) as high as its
-last row, or when it returned fewer than k rows and a readable row it did not return exists. The
-current exact ranking tells the best score outside the result, so `reusable` decides each question
-without a search; near-ties (within `MARGIN`) inside the result at a cut-off k are searched again,
-since their order may follow the rows' layout.
+when a row of its result is gone, when a row it did not return now ranks as high as its last row,
+or when it returned fewer than k rows and a readable row it did not return exists. LanceDB's
+distance of a row depends on the two vectors only (not on the table around them), so the kept
+result's rows keep their distances and their order, except equal distances at a cut-off k, which
+follow the rows' layout and are searched again. The current exact ranking tells which rows outside
+the result score within `MARGIN` (rounding of our sum against LanceDB's) of its last row: those few
+rows get LanceDB's own distance on a scratch table (`probe_distances`), and only a row that ranks as
+high as the last one makes the question be searched again.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import lancedb
 import numpy as np
@@ -38,15 +42,19 @@ class TableRows:
     """A served table's chunk ids in scan order (the order brute force breaks ties by) and access."""
 
     ids: pd.Index
-    access: list[list[str]]
+    access_column: pa.ChunkedArray
 
     @classmethod
     def read(cls, table: lancedb.table.Table) -> TableRows:
         data = table.search().select(["chunk_id", "access"]).limit(None).to_arrow()
-        return cls(pd.Index(data["chunk_id"].to_pylist(), dtype=object), data["access"].to_pylist())
+        return cls(pd.Index(data["chunk_id"].to_numpy(), dtype=object), data["access"])
+
+    @cached_property
+    def access(self) -> list[list[str]]:  # read only for an asker with groups
+        return self.access_column.to_pylist()
 
     def n_readable(self, groups: Sequence[Sequence[str] | None]) -> np.ndarray:
-        counts: dict[frozenset[str] | None, int] = {}
+        counts: dict[frozenset[str] | None, int] = {None: len(self.ids)}
         out = []
         for g in groups:
             key = None if g is None else frozenset(g)
@@ -96,27 +104,56 @@ class Served:
     latency_ms: float
 
 
-def reusable(
+def rows_to_probe(
     kept: Served | None, rows: TableRows, ranking: Ranking | None, n_readable: int, ks: Sequence[int]
-) -> bool:
-    """Would an exact search of the table now return `kept` again, up to the order of equal
-    scores inside a cut-off k? `ranking` is the question's exact ranking of the readable rows now."""
+) -> list[str] | None:
+    """None when the question must be searched again; else the rows outside its kept result that
+    must rank below the result's last row (LanceDB's distance, see `probe_distances`) for an exact
+    search of the table to return `kept` again. `ranking` is its exact ranking of the readable rows now."""
     if kept is None or ranking is None or (rows.ids.get_indexer(kept.ids) < 0).any():
-        return False  # never searched, or a row of its result is gone
-    similarity = 1 - np.asarray(kept.distances, dtype=np.float64)
-    for k in ks:
-        if k < len(similarity) and similarity[k - 1] - similarity[k] <= MARGIN:
-            return False
+        return None  # never searched, or a row of its result is gone
+    distances = kept.distances
+    if any(k < len(distances) and distances[k - 1] == distances[k] for k in ks):
+        return None  # equal distances across a cut-off: the layout decides
+    similarity = 1 - np.asarray(distances, dtype=np.float64)
     now = dict(ranking)
     for chunk_id, was in zip(kept.ids, similarity):
         if chunk_id in now and abs(now[chunk_id] - was) > MARGIN:
-            return False  # not the vectors it was searched against
+            return None  # not the vectors it was searched against
     returned = set(kept.ids)
-    outside = next((s for c, s in ranking if c not in returned), None)
-    if outside is None:
+    outside = [(c, s) for c, s in ranking if c not in returned]
+    if not outside:
         # every ranked row was returned: is that every readable row?
-        return len(ranking) >= n_readable
-    return len(kept.ids) >= max(ks) and outside < similarity[-1] - MARGIN
+        return [] if len(ranking) >= n_readable else None
+    if len(kept.ids) < max(ks):
+        return None  # a readable row it did not return would fill it
+    near = [c for c, s in outside if s >= similarity[-1] - MARGIN]
+    if len(near) == len(outside) and len(ranking) < n_readable:
+        return None  # rows past the cut ranking may be near too
+    return near
+
+
+def probe_distances(
+    table: lancedb.table.Table, rows: TableRows, query_vectors: np.ndarray, wanted: dict[int, list[str]]
+) -> dict[int, dict[str, float]]:
+    """LanceDB's cosine distance of each query `i` to the rows `wanted[i]`, from an exact search of a
+    scratch in-memory table holding only those rows' vectors, taken from `table`."""
+    ids = sorted({c for chosen in wanted.values() for c in chosen})
+    data = table.take_offsets(rows.ids.get_indexer(ids).tolist()).select(["chunk_id", "vector"]).to_arrow()
+    scratch = lancedb.connect("memory://").create_table("probe", data)
+    out = {}
+    for i in wanted:
+        query = scratch.search(np.asarray(query_vectors[i], dtype=np.float32)).distance_type("cosine")
+        found = query.select(["chunk_id", "_distance"]).limit(len(ids)).to_arrow()
+        out[i] = dict(zip(found["chunk_id"].to_pylist(), found["_distance"].to_pylist()))
+    return out
+
+
+def still_served(kept: Served, near: list[str], probed: dict[str, float]) -> bool:
+    """Does every near row rank strictly below the kept result's last row? The last row is probed
+    too: its distance there must be the one the table gave, or the probe cannot be trusted."""
+    last = kept.distances[-1]
+    return probed.get(kept.ids[-1]) == last and all(probed.get(c, last) > last for c in near)
 
 
 @dataclass
