@@ -188,11 +188,11 @@ def test_other_inputs_or_a_lost_cache_mean_a_full_recompute(tmp_path, change):
     args = (index, ["dense", "bm25+ctx"], queries, SETTINGS)
     retrieve_incremental(*args, cache_dir=tmp_path, version="v1")
     # lists kept for other vectors must not be merged with: fake a run with others' scores
-    kept = incremental_retrieval.load_candidates(tmp_path / "dense.parquet", stamp := stamp_of("v1"))
+    kept = incremental_retrieval.load_candidates(tmp_path / "dense.arrow", stamp := stamp_of("v1"))
     kept.lists = {q: (ids, scores + 1) for q, (ids, scores) in kept.lists.items()}
-    incremental_retrieval.save_candidates(tmp_path / "dense.parquet", stamp, kept)
+    incremental_retrieval.save_candidates(tmp_path / "dense.arrow", stamp, kept)
     if change == "cache lost":
-        (tmp_path / "dense.parquet").unlink()
+        (tmp_path / "dense.arrow").unlink()
     got = retrieve_incremental(
         *args, cache_dir=tmp_path, version="v2" if change == "embedding version" else "v1"
     )
@@ -246,6 +246,6 @@ def test_bm25_counted_in_batches_scores_as_counted_at_once(tmp_path, monkeypatch
     index = index_of(notes, strategy(40), analyzer=analyzer, **extra)
     assert len(index.chunks) > 3 * 5
     monkeypatch.setattr(bm25_terms, "BATCH", 5)
-    batched = question_bm25(index, False, tokens, tmp_path / "terms.parquet").score_matrix(tokens)
+    batched = question_bm25(index, False, tokens, tmp_path / "terms.arrow").score_matrix(tokens)
     whole = BM25.from_tokens([analyzer.tokens(t) for t in index.texts(False)]).score_matrix(tokens)
     assert np.array_equal(batched, whole)

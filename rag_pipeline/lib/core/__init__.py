@@ -2,6 +2,7 @@
 HTTP client and its deadline, the one access rule, one-writer locks, incremental rebuilds by note."""
 
 from rag_pipeline.lib.core.access import UNAUTHORIZED, leaked_rows, may_read, readable_mask, readable_units
+from rag_pipeline.lib.core.arrowfile import read_arrow, write_arrow
 from rag_pipeline.lib.core.http import JsonClient, ServerError, bearer, without_v1
 from rag_pipeline.lib.core.incremental import content_version, rebuild_by_note
 from rag_pipeline.lib.core.locks import DirectoryLock
@@ -48,6 +49,7 @@ __all__ = [
     "may_read",
     "parquet_file",
     "publish_directory",
+    "read_arrow",
     "read_frame",
     "read_table",
     "readable_mask",
@@ -62,6 +64,7 @@ __all__ = [
     "version_dir",
     "version_key",
     "without_v1",
+    "write_arrow",
     "write_batches",
     "write_bytes",
     "write_frame",

@@ -9,6 +9,7 @@ MRR and the per-question tables.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -176,7 +177,7 @@ def summarize(outcomes: pd.DataFrame, ks: Sequence[int] = range(1, MAX_K + 1)) -
     chars = chars_matrix(scored)
     relevant = list(zip(scored["relevant_ranks"], scored["n_relevant"]))
     counts = question_counts(outcomes)
-    leaks = leak_ranks(outcomes)
+    access = AccessColumns.of(outcomes)
     rows = []
     for k in ks:
         ev = recall_at_k(ev_ranks, k)
@@ -194,7 +195,7 @@ def summarize(outcomes: pd.DataFrame, ks: Sequence[int] = range(1, MAX_K + 1)) -
                 "chars_median": float(np.median(chars[:, k - 1])) if len(chars) else float("nan"),
                 "n_questions": len(scored),
                 **counts,
-                **access_at(outcomes, k, leaks),
+                **access.at(k),
             }
         )
     return pd.DataFrame(rows)
@@ -207,15 +208,31 @@ def leak_ranks(outcomes: pd.DataFrame) -> np.ndarray:
     return np.array([r for ranks in outcomes["leak_ranks"] for r in ranks], np.int64)
 
 
-def access_at(outcomes: pd.DataFrame, k: int, leaks: np.ndarray | None = None) -> dict[str, float]:
+@dataclass(frozen=True)
+class AccessColumns:
+    """What `access_at` reads of a run, as arrays: read once for every k."""
+
+    leaks: np.ndarray | None  # None: the run has no access columns
+    returned: np.ndarray
+    readable: np.ndarray
+
+    @classmethod
+    def of(cls, outcomes: pd.DataFrame) -> AccessColumns:
+        if "leak_ranks" not in outcomes or outcomes.empty:
+            return cls(None, np.zeros(0), np.zeros(0))
+        return cls(leak_ranks(outcomes), outcomes["n_returned"].to_numpy(), outcomes["n_readable"].to_numpy())
+
+    def at(self, k: int) -> dict[str, float]:
+        if self.leaks is None:
+            return {"leaked_units": 0, "underfilled": float("nan")}
+        short = (self.returned < k) & (self.readable >= k)
+        return {"leaked_units": int((self.leaks <= k).sum()), "underfilled": float(short.mean())}
+
+
+def access_at(outcomes: pd.DataFrame, k: int) -> dict[str, float]:
     """Over every question of a run: units passed at k that the asker may not read (must be 0), and
-    the share of questions given fewer than k units although k readable units exist (`leaks`: the
-    run's `leak_ranks`, when the caller has them)."""
-    if "leak_ranks" not in outcomes or outcomes.empty:
-        return {"leaked_units": 0, "underfilled": float("nan")}
-    leaked = ((leak_ranks(outcomes) if leaks is None else leaks) <= k).sum()
-    short = (outcomes["n_returned"] < k) & (outcomes["n_readable"] >= k)
-    return {"leaked_units": int(leaked), "underfilled": float(short.mean())}
+    the share of questions given fewer than k units although k readable units exist."""
+    return AccessColumns.of(outcomes).at(k)
 
 
 def question_counts(outcomes: pd.DataFrame) -> dict[str, int]:

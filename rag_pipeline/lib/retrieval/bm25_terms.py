@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import scipy.sparse as sp
 
-from rag_pipeline.lib.core import AnyPath, read_table, write_table
+from rag_pipeline.lib.core import AnyPath, read_arrow, write_arrow
 from rag_pipeline.lib.retrieval.lexical import BM25, count_terms, term_matrix
 from rag_pipeline.lib.retrieval.retrievers import ChunkIndex
 
@@ -97,7 +97,7 @@ def counted(index: ChunkIndex, contextual: bool, rows: np.ndarray, terms: list[s
 def load_columns(path: AnyPath, stamp: str) -> Columns | None:
     if not path.exists():
         return None
-    table = read_table(path)
+    table = read_arrow(path)
     metadata = table.schema.metadata or {}
     if metadata.get(b"stamp", b"").decode() != stamp:
         return None
@@ -122,6 +122,4 @@ def save_columns(path: Path, stamp: str, columns: Columns) -> None:
         }
     )
     metadata = {"stamp": stamp, "terms": json.dumps(columns.terms, ensure_ascii=False)}
-    write_table(
-        table.replace_schema_metadata(metadata), path, compression="snappy"
-    )  # rewritten on each change
+    write_arrow(table.replace_schema_metadata(metadata), path)  # rewritten on each change

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.lib.core import AnyPath, as_path, read_table, text_hash, write_table
+from rag_pipeline.lib.core import AnyPath, as_path, read_arrow, text_hash, write_arrow
 from rag_pipeline.lib.retrieval.bm25_terms import question_bm25
 from rag_pipeline.lib.retrieval.dense import Mask, best, dense_scores, top_k
 from rag_pipeline.lib.retrieval.rerank import HttpReranker
@@ -63,13 +63,13 @@ def retrieve_incremental(
     base = {}
     for name in bases:
         if parse_retriever(name).ranker == "dense":
-            path = as_path(cache_dir) / f"{name}.parquet"
+            path = as_path(cache_dir) / f"{name}.arrow"
             base[name] = cached_dense_hits(
                 index, name, query_vectors, query_texts, depth, path, version, masks, askers
             )
         else:
             contextual = parse_retriever(name).contextual
-            path = as_path(cache_dir) / f"{name}.terms.parquet"
+            path = as_path(cache_dir) / f"{name}.terms.arrow"
             index.use_bm25(contextual, question_bm25(index, contextual, tokens, path))
             base[name] = base_hits(index, name, query_vectors, tokens, depth, masks)
     return assemble(index, specs, base, queries.ids, query_texts, settings, reranker)
@@ -159,7 +159,7 @@ def load_candidates(path: AnyPath, stamp: str) -> Candidates | None:
     """The kept lists, or None when there are none or they were made with other inputs."""
     if not path.exists():
         return None
-    table = read_table(path)
+    table = read_arrow(path)
     if (table.schema.metadata or {}).get(b"stamp", b"").decode() != stamp:
         return None
     frame = table.to_pandas()
@@ -184,6 +184,4 @@ def save_candidates(path: Path, stamp: str, kept: Candidates) -> None:
             "complete": pa.array([False] * len(kept.scored) + [q in kept.complete for q in questions]),
         }
     )
-    write_table(
-        table.replace_schema_metadata({"stamp": stamp}), path, compression="snappy"
-    )  # rewritten every run
+    write_arrow(table.replace_schema_metadata({"stamp": stamp}), path)  # rewritten every run
