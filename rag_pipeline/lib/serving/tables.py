@@ -116,37 +116,46 @@ class _Diff:
         }
 
 
-def _diff(table: lancedb.table.Table, keys: pd.DataFrame) -> _Diff:
-    """The difference between the table and the rows' keys (no vectors read)."""
-    cols = ["chunk_id", *MUTABLE]
-    old = table.search().select(cols).to_arrow().to_pandas()
-    new = keys.assign(position=np.arange(len(keys)))
-    for frame in (old, new):
-        frame["access"] = frame["access"].map(tuple)
-    both = old.merge(new, on="chunk_id", how="outer", suffixes=("_old", "_new"), indicator=True)
-    matched = both[both["_merge"] == "both"]
+def _diff(old: pa.Table, keys: pd.DataFrame) -> _Diff:
+    """The difference between the table's rows (`old`: chunk_id and MUTABLE, unique ids) and the
+    rows' keys (no vectors read)."""
+    new = pa.Table.from_pandas(keys[["chunk_id", *MUTABLE]], preserve_index=False)
+    old_ids, new_ids = (_values(t, "chunk_id") for t in (old, new))
+    at = old_ids.get_indexer(new_ids)
+    matched = np.flatnonzero(at >= 0)
+    was = at[matched]
     changed = np.zeros(len(matched), dtype=bool)
-    for col in MUTABLE:
-        changed |= (matched[f"{col}_old"] != matched[f"{col}_new"]).to_numpy()
+    for col in (c for c in MUTABLE if c != "access"):
+        changed |= np.asarray(_values(old, col)[was] != _values(new, col)[matched])
+    old_access, new_access = old["access"].to_pylist(), new["access"].to_pylist()
+    changed |= np.fromiter((old_access[i] != new_access[j] for i, j in zip(was, matched)), bool, len(matched))
     return _Diff(
-        added=np.sort(both.loc[both["_merge"] == "right_only", "position"].to_numpy(np.int64)),
-        updated=np.sort(matched.loc[changed, "position"].to_numpy(np.int64)),
-        removed=both.loc[both["_merge"] == "left_only", "chunk_id"].tolist(),
+        added=np.flatnonzero(at < 0),
+        updated=matched[changed],
+        removed=sorted(old_ids[~old_ids.isin(new_ids)].tolist()),
     )
+
+
+def _values(table: pa.Table, column: str) -> pd.Index:
+    return pd.Index(table[column].to_numpy(zero_copy_only=False), dtype=object)
 
 
 def _id_list(ids: list[str]) -> str:
     return "chunk_id IN (" + ", ".join("'" + c.replace("'", "''") + "'" for c in ids) + ")"
 
 
-def _drop_duplicates(table: lancedb.table.Table) -> int:
-    """Delete every row of a chunk_id the table holds more than once (left by an older version or a
-    crash), so the merge that follows writes it once again; returns how many ids were repaired."""
-    ids = pd.Series(table.search().select(["chunk_id"]).to_arrow()["chunk_id"].to_pylist(), dtype=object)
+def _drop_duplicates(table: lancedb.table.Table) -> tuple[pa.Table, int]:
+    """The table's chunk_id and MUTABLE columns, once every row of a chunk_id it holds more than
+    once (left by an older version or a crash) is deleted, so the merge that follows writes it
+    once again; and how many ids were repaired."""
+    old = table.search().select(["chunk_id", *MUTABLE]).to_arrow()
+    ids = _values(old, "chunk_id")
+    if ids.is_unique:
+        return old, 0
     twice = sorted(set(ids[ids.duplicated()]))
     for start in range(0, len(twice), 500):
         table.delete(_id_list(twice[start : start + 500]))
-    return len(twice)
+    return table.search().select(["chunk_id", *MUTABLE]).to_arrow(), len(twice)
 
 
 def _open_or_create(db: lancedb.DBConnection, table_name: str, schema: pa.Schema) -> lancedb.table.Table:
@@ -248,8 +257,8 @@ def sync_table(
         repaired = 0
         table = db.create_table(table_name, data=batches(everything), schema=schema, mode="overwrite")
     else:
-        repaired = _drop_duplicates(table)
-        diff = _diff(table, keys)
+        old, repaired = _drop_duplicates(table)
+        diff = _diff(old, keys)
         changes = diff.counts()
         if any(changes.values()):
             listed = len(diff.removed) <= MAX_LISTED_DELETES
