@@ -15,6 +15,7 @@ import lancedb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rag_pipeline.lib.core import AnyPath, as_path, storage_options, tree_bytes, vector_column
 from rag_pipeline.lib.serving.live import cleanup_age
@@ -127,13 +128,26 @@ def _diff(old: pa.Table, keys: pd.DataFrame) -> _Diff:
     changed = np.zeros(len(matched), dtype=bool)
     for col in (c for c in MUTABLE if c != "access"):
         changed |= np.asarray(_values(old, col)[was] != _values(new, col)[matched])
-    old_access, new_access = old["access"].to_pylist(), new["access"].to_pylist()
-    changed |= np.fromiter((old_access[i] != new_access[j] for i, j in zip(was, matched)), bool, len(matched))
+    changed |= _lists_differ(old["access"].take(was), new["access"].take(matched))
     return _Diff(
         added=np.flatnonzero(at < 0),
         updated=matched[changed],
         removed=sorted(old_ids[~old_ids.isin(new_ids)].tolist()),
     )
+
+
+def _lists_differ(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
+    """Per row of two list columns of one length, whether the lists differ (in Arrow: 86,000 access
+    lists took ~0.1 s to become Python lists)."""
+    a, b = a.combine_chunks(), b.combine_chunks()
+    lengths = [pc.list_value_length(x).fill_null(-1).to_numpy() for x in (a, b)]
+    differ = lengths[0] != lengths[1]
+    keep = pa.array(~differ)
+    a, b = a.filter(keep), b.filter(keep)
+    unequal = pc.not_equal(pc.list_flatten(a), pc.list_flatten(b)).fill_null(True)
+    rows = pc.list_parent_indices(a).to_numpy()[unequal.to_numpy(zero_copy_only=False)]
+    differ[np.flatnonzero(~differ)[rows]] = True
+    return differ
 
 
 def _values(table: pa.Table, column: str) -> pd.Index:
