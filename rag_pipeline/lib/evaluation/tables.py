@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.evaluation.metrics import (
@@ -121,24 +122,31 @@ def comparison(
     """Each run against the baseline run on the same questions: evidence hit at `context_k` and hit
     within `context_chars` characters, the paired difference and its randomisation p-value."""
     k, chars = settings.context_k, settings.context_chars
-    headline = HEADLINE
+    measures = (
+        (f"evid@{k}", lambda o: first_ranks_of(o[o["answerable"].astype(bool)]) <= k),
+        (f"evid@{chars}chars", lambda o: hits_within(o, chars)),
+        (HEADLINE, lambda o: hits_within(o, HEADLINE_BUDGET)),
+    )
+    bases: dict[str, tuple[pd.DataFrame, dict[str, np.ndarray]]] = {}  # per embedding_version
     rows = []
     for keys, run in outcomes.groupby(run_keys, sort=False):
-        base = outcomes[
-            (outcomes["strategy"] == baseline[0])
-            & (outcomes["retriever"] == baseline[1])
-            & (outcomes["embedding_version"] == keys[2])
-        ]
+        if keys[2] not in bases:
+            base = outcomes[
+                (outcomes["strategy"] == baseline[0])
+                & (outcomes["retriever"] == baseline[1])
+                & (outcomes["embedding_version"] == keys[2])
+            ]
+            bases[keys[2]] = (
+                base,
+                {m: hits(base).astype(float) for m, hits in measures} if len(base) else {},
+            )
+        base, base_hits = bases[keys[2]]
         if base.empty:
             continue
         a = run.set_index("question_id").loc[base["question_id"]].reset_index()
         row = dict(zip(run_keys, keys)) | {"baseline": run_label(*baseline)}
-        for measure, hits in (
-            (f"evid@{k}", lambda o: first_ranks_of(o[o["answerable"].astype(bool)]) <= k),
-            (f"evid@{chars}chars", lambda o: hits_within(o, chars)),
-            (headline, lambda o: hits_within(o, HEADLINE_BUDGET)),
-        ):
-            x, y = hits(a).astype(float), hits(base).astype(float)
+        for measure, hits in measures:
+            x, y = hits(a).astype(float), base_hits[measure]
             row |= {
                 f"{measure}": x.mean(),
                 f"{measure}_baseline": y.mean(),
