@@ -249,3 +249,14 @@ def test_bm25_counted_in_batches_scores_as_counted_at_once(tmp_path, monkeypatch
     batched = question_bm25(index, False, tokens, tmp_path / "terms.arrow").score_matrix(tokens)
     whole = BM25.from_tokens([analyzer.tokens(t) for t in index.texts(False)]).score_matrix(tokens)
     assert np.array_equal(batched, whole)
+
+
+def test_kept_bm25_columns_follow_the_rows_when_the_same_texts_come_in_another_order(tmp_path):
+    notes = {f"n{i}": note(i, w) for i, w in enumerate(WORDS)}
+    analyzer = make_analyzer("char")
+    tokens = [analyzer.tokens(q) for q in QUESTIONS]
+    question_bm25(index_of(notes, strategy(40), analyzer=analyzer), False, tokens, tmp_path / "t.arrow")
+    moved = index_of(notes, strategy(40), shuffle=3, analyzer=analyzer)  # the same texts, rows shuffled
+    kept = question_bm25(moved, False, tokens, tmp_path / "t.arrow").score_matrix(tokens)
+    whole = BM25.from_tokens([analyzer.tokens(t) for t in moved.texts(False)]).score_matrix(tokens)
+    assert np.array_equal(kept, whole)
