@@ -19,10 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
-import pyarrow as pa
 
-from rag_pipeline.lib.core import location, parquet_file
-from rag_pipeline.lib.serving import open_table
+from rag_pipeline.defs.outputs import damaged, outputs
 
 DATA_VERSION = "dagster/data_version"
 CODE_VERSION = "dagster/code_version"
@@ -95,49 +93,6 @@ def latest_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None
         return last.data_version
     records = instance.fetch_observations(key, limit=1).records
     return (records[0].asset_observation.tags or {}).get(DATA_VERSION, INITIAL) if records else INITIAL
-
-
-def outputs(
-    *paths: object,
-    tables: Sequence[tuple[object, str, int]] = (),
-    tags: Sequence[tuple[object, str, str, int]] = (),
-) -> dg.MetadataValue:
-    """The outputs an asset leaves behind (files; LanceDB tables as (db dir, name, version); tags of
-    table versions as (db dir, name, tag, version)), recorded so that a deleted or damaged one makes
-    the asset stale."""
-    entries = [{"path": str(p)} for p in paths]
-    entries += [{"db": str(db), "table": name, "version": version} for db, name, version in tables]
-    entries += [{"db": str(db), "table": name, "tag": tag, "version": v} for db, name, tag, v in tags]
-    return dg.MetadataValue.json(entries)
-
-
-def damaged(recorded: object) -> str | None:
-    """Why one of the recorded outputs is missing or unreadable, or None when all are whole."""
-    for entry in recorded or []:
-        if "table" in entry:
-            try:
-                table = open_table(location(entry["db"]), entry["table"])
-                version = table.version
-                table.count_rows()
-            except Exception as exc:  # LanceDB raises several types for a missing or broken table
-                return f"LanceDB table {entry['table']} in {entry['db']} cannot be read ({exc.__class__.__name__})"
-            if "tag" in entry:
-                tagged = table.tags.list().get(entry["tag"], {}).get("version")
-                if tagged != entry["version"]:
-                    return f"LanceDB table {entry['table']}: tag {entry['tag']!r} is on {tagged}, not {entry['version']}"
-                continue
-            if version != entry["version"]:
-                return f"LanceDB table {entry['table']} is at version {version}, not {entry['version']}"
-            continue
-        path = location(entry["path"])
-        if not path.exists():
-            return f"{path} is missing"
-        if str(path).endswith(".parquet"):
-            try:
-                parquet_file(path).metadata  # noqa: B018 - reading the footer is the check
-            except (OSError, pa.ArrowException) as exc:
-                return f"{path} cannot be read ({exc})"
-    return None
 
 
 def stale_reason(

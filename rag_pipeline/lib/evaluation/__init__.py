@@ -6,7 +6,6 @@ from rag_pipeline.lib.evaluation.metrics import (
     EvidenceSpan,
     access_at,
     holds,
-    paired_randomization,
     question_outcomes,
     recall_at_k,
     relevant_column,
@@ -20,6 +19,7 @@ from rag_pipeline.lib.evaluation.runs import (
     same_chunks,
     strategy_outcomes,
 )
+from rag_pipeline.lib.evaluation.significance import paired_randomization
 from rag_pipeline.lib.evaluation.tables import matrix_table, reference_table
 from rag_pipeline.lib.evaluation.verdict import verdict
 

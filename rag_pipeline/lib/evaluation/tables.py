@@ -19,10 +19,10 @@ from rag_pipeline.lib.evaluation.metrics import (
     context_recall,
     first_ranks_of,
     hits_within,
-    paired_randomization,
     summarize,
 )
 from rag_pipeline.lib.evaluation.plots import configuration_name
+from rag_pipeline.lib.evaluation.significance import paired_randomization
 from rag_pipeline.lib.retrieval import RetrievalSettings, parse_retriever
 
 run_label = configuration_name

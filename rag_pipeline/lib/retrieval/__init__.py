@@ -2,7 +2,7 @@
 `+rerank`, and retrieval that costs what changed."""
 
 from rag_pipeline.lib.retrieval.dense import top_k
-from rag_pipeline.lib.retrieval.fusion import normalized, rrf, score_fusion
+from rag_pipeline.lib.retrieval.fusion import merge_parents, normalized, rrf, score_fusion
 from rag_pipeline.lib.retrieval.incremental import retrieve_incremental
 from rag_pipeline.lib.retrieval.lexical import BM25, Analyzer, char_ngrams, make_analyzer
 from rag_pipeline.lib.retrieval.rerank import HttpReranker, RerankError
@@ -14,7 +14,6 @@ from rag_pipeline.lib.retrieval.retrievers import (
     RetrievalSettings,
     RetrieverSpec,
     lexical_miss_share,
-    merge_parents,
     parse_retriever,
     plan,
     retrieve,

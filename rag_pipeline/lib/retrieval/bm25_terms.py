@@ -78,7 +78,7 @@ def counted(index: ChunkIndex, contextual: bool, rows: np.ndarray, terms: list[s
     lengths, kept = [np.zeros(0)], [sp.csr_matrix((0, len(terms)), dtype=np.float32)]
     for start in range(0, len(rows), BATCH):
         batch = rows[start : start + BATCH]
-        texts = [index.texts(contextual)[r] for r in batch]
+        texts = index.texts_at(contextual, batch)
         if index.token_store is not None:
             hashes = [index.text_hashes(contextual)[r] for r in batch]
             counts, vocabulary = index.token_store.counts(texts, hashes)

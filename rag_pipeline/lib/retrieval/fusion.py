@@ -56,3 +56,21 @@ def _ordered(fused: dict[Hashable, float], runs: Sequence[Ranked]) -> list[tuple
             best[item] = min(best.get(item, rank), rank)
     seen = {item: n for n, item in enumerate(best)}
     return sorted(fused.items(), key=lambda kv: (-kv[1], best[kv[0]], seen[kv[0]]))
+
+
+def merge_parents(
+    hits: list[tuple[int, float]], parent_of: np.ndarray, parent_span: list[tuple[str, int, int]]
+) -> list[tuple[int, float]]:
+    """Each chunk stands for its parent sections, at the best rank of its children; a parent
+    already passed, or lying inside one already passed, is not passed again."""
+    passed: list[tuple[str, int, int]] = []
+    seen: set[str] = set()
+    merged = []
+    for position, score in hits:
+        note, start, end = parent_span[position]
+        if parent_of[position] in seen or any(n == note and s <= start and end <= e for n, s, e in passed):
+            continue
+        seen.add(parent_of[position])
+        passed.append((note, start, end))
+        merged.append((position, score))
+    return merged

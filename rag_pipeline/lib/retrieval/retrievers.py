@@ -21,7 +21,7 @@ import pandas as pd
 from rag_pipeline.lib.chunking import contextual_text
 from rag_pipeline.lib.core import readable_mask, text_hash
 from rag_pipeline.lib.retrieval.dense import Mask, top_k
-from rag_pipeline.lib.retrieval.fusion import rrf, score_fusion
+from rag_pipeline.lib.retrieval.fusion import merge_parents, rrf, score_fusion
 from rag_pipeline.lib.retrieval.lexical import BM25, Analyzer
 from rag_pipeline.lib.retrieval.rerank import HttpReranker
 from rag_pipeline.lib.retrieval.tokens import TokenStore
@@ -91,6 +91,13 @@ class ChunkIndex:
 
     def texts(self, contextual: bool) -> list[str]:
         return self.ctx_texts if contextual else self.plain_texts
+
+    def texts_at(self, contextual: bool, rows: np.ndarray) -> list[str]:
+        """The texts of the chunks at `rows`, built for these rows only."""
+        plain = self.chunks["text"].take(rows).tolist()
+        if not contextual:
+            return plain
+        return [contextual_text(h, t) for h, t in zip(self.chunks["heading_path"].take(rows).tolist(), plain)]
 
     def text_hashes(self, contextual: bool) -> list[str]:
         """Each chunk's text hash: its `text_hash` / `ctx_text_hash` when the chunks hold them."""
@@ -258,22 +265,6 @@ def assemble(
             out["position"] += [int(position) for position, _ in hits]
             out["parent"] += [spec.parent] * len(hits)
     return ranked_frame(chunks, out)
-
-
-def merge_parents(hits: Hits, parent_of: np.ndarray, parent_span: list[tuple[str, int, int]]) -> Hits:
-    """Each chunk stands for its parent sections, at the best rank of its children; a parent
-    already passed, or lying inside one already passed, is not passed again."""
-    passed: list[tuple[str, int, int]] = []
-    seen: set[str] = set()
-    merged = []
-    for position, score in hits:
-        note, start, end = parent_span[position]
-        if parent_of[position] in seen or any(n == note and s <= start and end <= e for n, s, e in passed):
-            continue
-        seen.add(parent_of[position])
-        passed.append((note, start, end))
-        merged.append((position, score))
-    return merged
 
 
 def ranked_frame(chunks: pd.DataFrame, out: dict[str, list]) -> pd.DataFrame:

@@ -8,21 +8,18 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import timedelta
 
 import lancedb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rag_pipeline.lib.core import AnyPath, as_path, storage_options, tree_bytes, vector_column
+from rag_pipeline.lib.serving.diff import MUTABLE, diff_rows, values
 from rag_pipeline.lib.serving.live import cleanup_age
 from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, index_kind, vector_index
 
-# a chunk_id keeps its text; these are what can change under it (the vector follows embedding_version)
-MUTABLE = ("access", "commit", "embedding_version")
 # readers still on a version this recent keep working while a sync cleans up
 DEFAULT_RETAIN = timedelta(minutes=10)
 NORM_TOLERANCE = 1e-3
@@ -100,60 +97,6 @@ def _checked_batches(rows: pa.Table, schema: pa.Schema, table_name: str) -> Iter
         yield batch.cast(schema)
 
 
-@dataclass
-class _Diff:
-    """What a sync changes: positions of the rows to write (new ids, or ids whose MUTABLE
-    columns differ) and the ids to delete."""
-
-    added: np.ndarray
-    updated: np.ndarray
-    removed: list[str]
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "rows_added": len(self.added),
-            "rows_removed": len(self.removed),
-            "rows_updated": len(self.updated),
-        }
-
-
-def _diff(old: pa.Table, keys: pd.DataFrame) -> _Diff:
-    """The difference between the table's rows (`old`: chunk_id and MUTABLE, unique ids) and the
-    rows' keys (no vectors read)."""
-    new = pa.Table.from_pandas(keys[["chunk_id", *MUTABLE]], preserve_index=False)
-    old_ids, new_ids = (_values(t, "chunk_id") for t in (old, new))
-    at = old_ids.get_indexer(new_ids)
-    matched = np.flatnonzero(at >= 0)
-    was = at[matched]
-    changed = np.zeros(len(matched), dtype=bool)
-    for col in (c for c in MUTABLE if c != "access"):
-        changed |= np.asarray(_values(old, col)[was] != _values(new, col)[matched])
-    changed |= _lists_differ(old["access"].take(was), new["access"].take(matched))
-    return _Diff(
-        added=np.flatnonzero(at < 0),
-        updated=matched[changed],
-        removed=sorted(old_ids[~old_ids.isin(new_ids)].tolist()),
-    )
-
-
-def _lists_differ(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
-    """Per row of two list columns of one length, whether the lists differ (in Arrow: 86,000 access
-    lists took ~0.1 s to become Python lists)."""
-    a, b = a.combine_chunks(), b.combine_chunks()
-    lengths = [pc.list_value_length(x).fill_null(-1).to_numpy() for x in (a, b)]
-    differ = lengths[0] != lengths[1]
-    keep = pa.array(~differ)
-    a, b = a.filter(keep), b.filter(keep)
-    unequal = pc.not_equal(pc.list_flatten(a), pc.list_flatten(b)).fill_null(True)
-    rows = pc.list_parent_indices(a).to_numpy()[unequal.to_numpy(zero_copy_only=False)]
-    differ[np.flatnonzero(~differ)[rows]] = True
-    return differ
-
-
-def _values(table: pa.Table, column: str) -> pd.Index:
-    return pd.Index(table[column].to_numpy(zero_copy_only=False), dtype=object)
-
-
 def _id_list(ids: list[str]) -> str:
     return "chunk_id IN (" + ", ".join("'" + c.replace("'", "''") + "'" for c in ids) + ")"
 
@@ -163,7 +106,7 @@ def _drop_duplicates(table: lancedb.table.Table) -> tuple[pa.Table, int]:
     once (left by an older version or a crash) is deleted, so the merge that follows writes it
     once again; and how many ids were repaired."""
     old = table.search().select(["chunk_id", *MUTABLE]).to_arrow()
-    ids = _values(old, "chunk_id")
+    ids = values(old, "chunk_id")
     if ids.is_unique:
         return old, 0
     twice = sorted(set(ids[ids.duplicated()]))
@@ -272,7 +215,7 @@ def sync_table(
         table = db.create_table(table_name, data=batches(everything), schema=schema, mode="overwrite")
     else:
         old, repaired = _drop_duplicates(table)
-        diff = _diff(old, keys)
+        diff = diff_rows(old, keys)
         changes = diff.counts()
         if any(changes.values()):
             listed = len(diff.removed) <= MAX_LISTED_DELETES

@@ -1,0 +1,25 @@
+"""Whether a configuration differs from the baseline on the same questions: a paired randomisation test."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+
+def paired_randomization(a: np.ndarray, b: np.ndarray, rounds: int = 10_000, seed: int = 0) -> float:
+    """Two-sided p-value of the mean paired difference a - b, by random sign flips of the differences."""
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if len(diff) == 0 or not diff.any():
+        return 1.0
+    signs = random_signs(rounds, len(diff), seed)
+    observed = abs(diff.mean())
+    return float(((np.abs((signs * diff).mean(axis=1)) >= observed - 1e-12).sum() + 1) / (rounds + 1))
+
+
+@functools.lru_cache(maxsize=4)
+def random_signs(rounds: int, n: int, seed: int) -> np.ndarray:
+    """The sign flips of `paired_randomization`: one draw serves every comparison of n questions."""
+    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(rounds, n))
+    signs.flags.writeable = False
+    return signs
