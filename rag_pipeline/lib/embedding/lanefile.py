@@ -28,6 +28,7 @@ BUCKETS = 32  # files per lane: a one-note edit rewrites about 1/32 of the lane
 ROW_GROUP = 4096  # rows per group: a group of 384-dim plain and contextual vectors is about 12 MB
 PREFETCH_BYTES = 128 << 20  # vectors read from the store at once, for as many buckets as fit
 PROBLEMS = b"vector_problems"  # footer key: the problems of the bucket's vectors, as a JSON list
+ROWS = b"rows_sha256"  # footer key: a digest of the bucket's chunk_id and text hash columns
 
 
 class LaneMismatch(ValueError):
@@ -36,9 +37,19 @@ class LaneMismatch(ValueError):
 
 def bucket_of(notes: Sequence[str]) -> np.ndarray:
     """The bucket of each row's note: fixed by the note's name, whatever else the corpus holds."""
-    names, inverse = np.unique(np.asarray(notes, dtype=object), return_inverse=True)
+    inverse, names = pd.factorize(np.asarray(notes, dtype=object))
     per_note = [int(hashlib.sha256(str(n).encode()).hexdigest()[:8], 16) % BUCKETS for n in names]
     return np.asarray(per_note, np.int64)[inverse] if len(names) else np.zeros(0, np.int64)
+
+
+def rows_digest(columns: dict[str, list[str]]) -> str:
+    """What a bucket holds (its chunk_id and text hash columns, in order), as one digest: a bucket
+    is left alone when its footer has the digest of the rows it must hold (no column is read)."""
+    digest = hashlib.sha256()
+    for name in sorted(columns):
+        digest.update(f"{name}\x1d{len(columns[name])}\x1d".encode())
+        digest.update("\x1e".join(columns[name]).encode())
+    return digest.hexdigest()
 
 
 def bucket_paths(directory: AnyPath) -> list[AnyPath]:
@@ -190,12 +201,18 @@ class LaneWriter:
             held = None  # unreadable: written again
         if held is None:
             return _Bucket(path, rows, columns, None, {}, None)
-        names = held.schema_arrow.names
-        stored = held.read(columns=[c for c in ["chunk_id", *HASHES.values()] if c in names])
-        old = {v: stored.column(h).to_pylist() for v, h in HASHES.items() if h in names}
-        same = names == self.schema.names and all(stored.column(c).to_pylist() == columns[c] for c in columns)
-        kept = json.loads(held.metadata.metadata.get(PROBLEMS, b"[]")) if same else None
-        return _Bucket(path, rows, columns, held, old, kept)
+        footer, names = held.metadata.metadata or {}, held.schema_arrow.names
+        if names == self.schema.names and footer.get(ROWS) == rows_digest(columns).encode():
+            return _Bucket(path, rows, columns, held, {}, json.loads(footer.get(PROBLEMS, b"[]")))
+        stored = held.read(columns=[h for h in HASHES.values() if h in names])
+        return _Bucket(
+            path,
+            rows,
+            columns,
+            held,
+            {v: stored.column(h).to_pylist() for v, h in HASHES.items() if h in names},
+            None,
+        )
 
     def _lacking(self, bucket: _Bucket):
         """(position in `hashes + ctx_hashes`, hash) of each vector a bucket to write lacks in its file."""
@@ -273,6 +290,7 @@ class LaneWriter:
                 ]
                 yield pa.table(part, schema=self.schema)
 
-        footer = lambda: {PROBLEMS: json.dumps(problems)}  # noqa: E731 - known once every group is checked
+        digest = rows_digest(bucket.columns)
+        footer = lambda: {PROBLEMS: json.dumps(problems), ROWS: digest}  # noqa: E731 - known once every group is checked
         write_batches(groups(), self.schema, bucket.path, footer=footer, **VectorStore.write_options)
         return problems
