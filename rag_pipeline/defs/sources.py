@@ -1,6 +1,7 @@
 """Source stage: the repository head and the questions file as observed, notes read from the pinned
 commit, cleaned text, the located questions."""
 
+import dataclasses
 from collections.abc import Mapping
 
 import dagster as dg
@@ -12,6 +13,8 @@ from rag_pipeline.defs.lineage import materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.core import content_version, rebuild_by_note
 from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, SourceNote, clean_note
+
+SOURCE_FIELDS = [f.name for f in dataclasses.fields(SourceNote)]
 
 HEAD = dg.AssetKey("notes_head")
 QUESTIONS_FILE = dg.AssetKey("questions_file")
@@ -62,11 +65,10 @@ def known_notes(previous: pd.DataFrame | None) -> dict[tuple[str, str], SourceNo
         or (previous["reader_version"] != READER_VERSION).any()
     ):
         return {}
+    columns = [previous[f].tolist() for f in SOURCE_FIELDS]  # lists: itertuples over Arrow strings is slow
     return {
-        (r.path, r.source_version): SourceNote(
-            r.note, r.path, r.commit, r.source_version, r.title, r.raw, tuple(r.access)
-        )
-        for r in previous.itertuples()
+        (path, version): SourceNote(note, path, commit, version, title, raw, tuple(access))
+        for note, path, commit, version, title, raw, access in zip(*columns)
     }
 
 
@@ -87,7 +89,8 @@ def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         commit = notes_repo.head()
         previous = store.previous(lanes.SOURCE_NOTES)
         notes = notes_repo.read(commit, known_notes(previous))
-        frame = pd.DataFrame([n.__dict__ | {"access": list(n.access)} for n in notes])
+        frame = pd.DataFrame({f: [getattr(n, f) for n in notes] for f in SOURCE_FIELDS})
+        frame["access"] = [list(n.access) for n in notes]
         frame["reader_version"] = READER_VERSION
         changed = note_commits(notes_repo, commit, frame["path"].tolist(), previous)
         frame["note_commit"] = frame["path"].map(changed)
