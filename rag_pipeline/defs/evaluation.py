@@ -12,7 +12,14 @@ from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.core import content_version, publish_directory, table_bytes
+from rag_pipeline.lib.core import (
+    AnyPath,
+    content_version,
+    publish_directory,
+    read_arrow,
+    table_bytes,
+    write_arrow,
+)
 from rag_pipeline.lib.evaluation import (
     REPORT_KS,
     build_report,
@@ -68,6 +75,20 @@ def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
         return materialized(content_version(frame, list(frame.columns)), metadata, files=[path])
 
     return _evaluation
+
+
+PNGS = pa.list_(pa.binary())
+
+
+def load_drawn(path: AnyPath) -> dict[str, tuple[bytes, ...]]:
+    """The last report's plots by what they draw (see `build_report`); none when unreadable."""
+    try:
+        table = read_arrow(path) if path.exists() else None
+    except (OSError, pa.ArrowException):
+        table = None
+    if table is None or table.column_names != ["key", "pngs"]:
+        return {}
+    return {k: tuple(p) for k, p in zip(table["key"].to_pylist(), table["pngs"].to_pylist())}
 
 
 def baseline_for(strategies: list[Strategy]) -> tuple[str, str]:
@@ -126,9 +147,16 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         statuses = questions["gold_status"].value_counts()
         gold = {f"n_{status}_gold": int(statuses.get(status, 0)) for status in ("stale", "carried")}
         drift = store.read(lanes.GOLD_DRIFT)
+        drawn_path = store.path("drawn", "plots.arrow")
+        known = load_drawn(drawn_path)
         report = build_report(
-            outcomes, RUN_KEYS, retrieval.settings(), baseline, provenance, invalid, same, gold
+            outcomes, RUN_KEYS, retrieval.settings(), baseline, provenance, invalid, same, gold, known
         )
+        if report.drawn.keys() != known.keys():
+            write_arrow(
+                pa.table({"key": list(report.drawn), "pngs": pa.array(list(report.drawn.values()), PNGS)}),
+                drawn_path,
+            )
         reports = store.path(lanes.REPORTS)
         meta = {f"rag.{k}": v for k, v in provenance.items()}
         files = {

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from rag_pipeline.lib.evaluation import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
+from rag_pipeline.lib.evaluation.report import Drawn
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -103,3 +104,21 @@ def test_plots_are_small_pngs_of_the_expected_size_with_content(report_tables) -
         assert len(png) < 150_000
         # text, grid, points and a colour scale: far more than a blank or single-colour image
         assert distinct_colours(png) > 20
+
+
+def test_a_plot_is_drawn_again_only_when_what_it_draws_changes():
+    calls = []
+
+    def render(points: pd.DataFrame, title: str) -> bytes:
+        calls.append(title)
+        return f"{title}:{points['x'].sum()}".encode()
+
+    first = Drawn({})
+    drawn = first(render, pd.DataFrame({"x": [1.0, 2.0]}), "t")
+    again = Drawn(first.used)  # the next report, given the last one's plots
+    assert again(render, pd.DataFrame({"x": [1.0, 2.0]}), "t") == drawn == (b"t:3.0",)
+    assert calls == ["t"]
+    assert again(render, pd.DataFrame({"x": [1.0, 2.5]}), "t") == (b"t:3.5",)
+    assert again(render, pd.DataFrame({"x": [1.0, 2.0]}), "other title") == (b"other title:3.0",)
+    assert calls == ["t", "t", "other title"]
+    assert len(again.used) == 3

@@ -64,6 +64,11 @@ def assert_same(incremental: Path, scratch: Path, strategies: list[str], where: 
         want, want_meta = frame(scratch / path)
         assert got_meta == want_meta, f"{where}: {path} schema metadata"
         pd.testing.assert_frame_equal(got, want, obj=f"{where}: {path}")
+    plots = sorted(p.name for p in (scratch / "reports").glob("*.png"))
+    assert sorted(p.name for p in (incremental / "reports").glob("*.png")) == plots, where
+    for name in plots:  # kept plots (not drawn again) are the bytes a fresh build draws
+        got, want = ((d / "reports" / name).read_bytes() for d in (incremental, scratch))
+        assert got == want, f"{where}: reports/{name}"
     for strategy in strategies:
         pd.testing.assert_frame_equal(
             served(incremental, strategy), served(scratch, strategy), obj=f"{where}: table {strategy}"

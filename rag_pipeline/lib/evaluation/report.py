@@ -4,8 +4,11 @@ tables, paired comparison with a baseline, and plots."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
-from dataclasses import dataclass
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import matplotlib
 
@@ -63,6 +66,26 @@ class Report:
     plots_md: str
     markdown: str
     verdict: dict
+    drawn: dict[str, tuple[bytes, ...]] = field(default_factory=dict)  # the plots by what they draw
+
+
+class Drawn:
+    """Plots by a digest of the function and everything it draws from (matplotlib's version too):
+    a report whose plotted numbers did not change takes its PNGs from `known` rather than
+    rendering them again (matplotlib is most of a report's cost). `used` is what this report drew."""
+
+    def __init__(self, known: dict[str, tuple[bytes, ...]]):
+        self.known, self.used = known, {}
+
+    def __call__(self, render: Callable[..., bytes | tuple[bytes, ...]], *args: object) -> tuple[bytes, ...]:
+        """`render(*args)`'s PNGs as a tuple, rendered only when not known."""
+        what = (render.__module__, render.__qualname__, matplotlib.__version__, args)
+        key = hashlib.sha256(pickle.dumps(what, protocol=5)).hexdigest()
+        if key not in self.known:
+            made = render(*args)
+            self.known[key] = made if isinstance(made, tuple) else (made,)
+        self.used[key] = self.known[key]
+        return self.used[key]
 
 
 def nothing_to_score(
@@ -108,10 +131,12 @@ def build_report(
     invalid: dict[str, str],
     same: dict[str, str] | None = None,
     gold: dict[str, int] | None = None,
+    drawn: dict[str, tuple[bytes, ...]] | None = None,
 ) -> Report:
     """Every table over every configured strategy (`evaluation_summary` says in `same_chunks_as` which
     strategy's chunks a strategy shares); the tables people read, the plots and the verdict fold a
-    strategy with the same chunks as another into it, and say so."""
+    strategy with the same chunks as another into it, and say so. `drawn`: the last report's
+    `Report.drawn`, plots not rendered again when what they draw is the same."""
     counts = {"n_invalid": len(invalid), **(gold or {})}
     if not outcomes["answerable"].astype(bool).any():
         return nothing_to_score(outcomes, run_keys, provenance, invalid, counts)
@@ -131,12 +156,12 @@ def build_report(
     judged = verdict(matrix, run_label(*baseline))
     candidate_k = settings.candidate_k
     dense = summary[summary["retriever"] == "dense"]
-    by_k, by_chars = recall_plots(dense)
-    pareto_png = pareto_plot(pareto_points(summary, budget))
-    heatmap_png = heatmap(
-        recall_grid(budget),
-        f"Evidence recall within {HEADLINE_BUDGET:,} characters, by chunking strategy and retriever",
-    )
+    drawn = Drawn({} if drawn is None else drawn)
+    plotted = dense[["strategy", "retriever", "k", "evidence_recall", "chars_median"]]
+    by_k, by_chars = drawn(recall_plots, plotted)
+    (pareto_png,) = drawn(pareto_plot, pareto_points(summary, budget))
+    title = f"Evidence recall within {HEADLINE_BUDGET:,} characters, by chunking strategy and retriever"
+    (heatmap_png,) = drawn(heatmap, recall_grid(budget), title)
     best = matrix.iloc[0]
     cat = category[category["k"] == 5].assign(
         run=lambda f: [run_label(s, r) for s, r in zip(f["strategy"], f["retriever"])]
@@ -229,4 +254,5 @@ def build_report(
         plots_md=plots_md,
         markdown=markdown,
         verdict=judged,
+        drawn=drawn.used,
     )
