@@ -7,7 +7,10 @@
 the second evidence live in another note. `commit` (optional, a full or abbreviated sha) is the
 notes commit the evidence was labelled against; `"critical": true` marks a question a release may not
 newly miss (see `rag_pipeline.lib.release`); `rag_pipeline.lib.questions.status` follows the label from
-there to the indexed commit (`ok`, `carried`, `stale` or `invalid`).
+there to the indexed commit (`ok`, `carried`, `stale` or `invalid`); `groups` are the asker's groups.
+
+Any other field is an error naming the question and the field (a misspelt `critical` or `groups`
+would silently drop a flag or open every note): fields of your own start with `x-` and are ignored.
 """
 
 from __future__ import annotations
@@ -20,7 +23,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from rag_pipeline.lib.core import UNAUTHORIZED, may_read
+from rag_pipeline.lib.core import UNAUTHORIZED, closest, may_read
+
+# every field a question may carry; `relabelled` is written by `gold refresh`, `generated` and
+# `generator` mark generated questions
+FIELDS = frozenset(
+    {"id", "q", "slug", "section", "evidence", "slug2", "section2", "evidence2", "category"}
+    | {"answer_pattern", "groups", "commit", "critical", "relabelled", "generated", "generator"}
+)
+OWN_FIELD_PREFIX = "x-"
 
 
 class QuestionsError(ValueError):
@@ -83,6 +94,16 @@ def _critical(item: dict, where: str) -> bool:
     return value
 
 
+def _unknown_fields(item: dict, where: str) -> None:
+    for name in item:
+        if name not in FIELDS and not (isinstance(name, str) and name.startswith(OWN_FIELD_PREFIX)):
+            near = closest(str(name), FIELDS, within=2)
+            hint = f"did you mean {near!r}? " if near else ""
+            raise QuestionsError(
+                f"{where}: unknown field {name!r}; {hint}(fields of your own start with {OWN_FIELD_PREFIX!r})"
+            )
+
+
 def parse_questions(items: object, source: str) -> list[Question]:
     if not isinstance(items, list):
         raise QuestionsError(f"{source}: expected a JSON list of questions, got {type(items).__name__}")
@@ -91,6 +112,8 @@ def parse_questions(items: object, source: str) -> list[Question]:
     for n, item in enumerate(items):
         if not isinstance(item, dict):
             raise QuestionsError(f"{source}: item #{n} is not an object")
+        has_id = isinstance(item.get("id"), (int, str))
+        _unknown_fields(item, f"{source}: question {item['id']}" if has_id else f"{source}: item #{n}")
         qid = _field(item, "id", f"{source}: item #{n}", (int, str))
         where = f"{source}: question {qid}"
         if qid in seen:
