@@ -124,3 +124,22 @@ def test_ask_shows_the_note_only_to_its_group(world, form, monkeypatch, capsys):
         shown[groups] = capsys.readouterr().out + "\n".join(prompts(llm, sent))
     assert mark not in shown[""] and mark not in shown["payments"]
     assert mark in shown["sre"]  # the check can see the note where it belongs
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        ("SRE", "the group 'SRE'; did you mean 'sre'?"),
+        ("ｓｒｅ", "the group 'ｓｒｅ'; did you mean 'sre'?"),
+        ("ser", "the group 'ser'; did you mean 'sre'?"),
+        ("payments,auditors", "the group 'auditors'"),
+    ],
+)
+def test_ask_refuses_a_group_no_note_and_no_question_names(world, groups, message, monkeypatch, capsys):
+    env, _, _ = world
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert ask.main([TOPICS["blank"], "--groups", groups]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"error: --groups: no note and no question names {message} (known groups: payments, sre)\n"

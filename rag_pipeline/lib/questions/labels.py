@@ -98,10 +98,9 @@ def _unknown_fields(item: dict, where: str) -> None:
     for name in item:
         if name not in FIELDS and not (isinstance(name, str) and name.startswith(OWN_FIELD_PREFIX)):
             near = closest(str(name), FIELDS, within=2)
-            hint = f"did you mean {near!r}? " if near else ""
-            raise QuestionsError(
-                f"{where}: unknown field {name!r}; {hint}(fields of your own start with {OWN_FIELD_PREFIX!r})"
-            )
+            own = f"fields of your own start with {OWN_FIELD_PREFIX!r}"
+            hint = f"did you mean {near!r}? ({own})" if near else own
+            raise QuestionsError(f"{where}: unknown field {name!r}; {hint}")
 
 
 def parse_questions(items: object, source: str) -> list[Question]:
