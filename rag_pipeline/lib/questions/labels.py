@@ -8,9 +8,7 @@ the second evidence live in another note. `commit` (optional, a full or abbrevia
 notes commit the evidence was labelled against; `"critical": true` marks a question a release may not
 newly miss (see `rag_pipeline.lib.release`); `rag_pipeline.lib.questions.status` follows the label from
 there to the indexed commit (`ok`, `carried`, `stale` or `invalid`); `groups` are the asker's groups.
-
-Any other field is an error naming the question and the field (a misspelt `critical` or `groups`
-would silently drop a flag or open every note): fields of your own start with `x-` and are ignored.
+Any other field is an error unless it starts with `x-` (`rag_pipeline.lib.questions.fields`).
 """
 
 from __future__ import annotations
@@ -23,15 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from rag_pipeline.lib.core import UNAUTHORIZED, closest, may_read
-
-# every field a question may carry; `relabelled` is written by `gold refresh`, `generated` and
-# `generator` mark generated questions
-FIELDS = frozenset(
-    {"id", "q", "slug", "section", "evidence", "slug2", "section2", "evidence2", "category"}
-    | {"answer_pattern", "groups", "commit", "critical", "relabelled", "generated", "generator"}
-)
-OWN_FIELD_PREFIX = "x-"
+from rag_pipeline.lib.core import UNAUTHORIZED, may_read
+from rag_pipeline.lib.questions.fields import unknown_field
 
 
 class QuestionsError(ValueError):
@@ -94,15 +85,6 @@ def _critical(item: dict, where: str) -> bool:
     return value
 
 
-def _unknown_fields(item: dict, where: str) -> None:
-    for name in item:
-        if name not in FIELDS and not (isinstance(name, str) and name.startswith(OWN_FIELD_PREFIX)):
-            near = closest(str(name), FIELDS, within=2)
-            own = f"fields of your own start with {OWN_FIELD_PREFIX!r}"
-            hint = f"did you mean {near!r}? ({own})" if near else own
-            raise QuestionsError(f"{where}: unknown field {name!r}; {hint}")
-
-
 def parse_questions(items: object, source: str) -> list[Question]:
     if not isinstance(items, list):
         raise QuestionsError(f"{source}: expected a JSON list of questions, got {type(items).__name__}")
@@ -111,8 +93,12 @@ def parse_questions(items: object, source: str) -> list[Question]:
     for n, item in enumerate(items):
         if not isinstance(item, dict):
             raise QuestionsError(f"{source}: item #{n} is not an object")
-        has_id = isinstance(item.get("id"), (int, str))
-        _unknown_fields(item, f"{source}: question {item['id']}" if has_id else f"{source}: item #{n}")
+        problem = unknown_field(item)
+        if problem:
+            named = isinstance(item.get("id"), (int, str))
+            raise QuestionsError(
+                f"{source}: " + (f"question {item['id']}" if named else f"item #{n}") + f": {problem}"
+            )
         qid = _field(item, "id", f"{source}: item #{n}", (int, str))
         where = f"{source}: question {qid}"
         if qid in seen:
