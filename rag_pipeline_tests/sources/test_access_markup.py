@@ -136,15 +136,18 @@ def test_front_matter_after_blank_lines_and_json_is_read(raw, fields, body):
     [
         ("\n\n---\naccess: [sre]\n本文\n", r"front matter opened with '---' on line 3 is never closed"),
         ("\n+++\naccess = ['sre']\n本文\n", r"front matter opened with '\+\+\+' on line 2 is never closed"),
-        ('{"access": ["sre"]\n本文\n', r"invalid JSON front matter \(\{ on line 1 opens it, as in Hugo\): "),
-        ("{access: [sre]}\n本文\n", r"invalid JSON front matter .*Expecting property name"),
+        (
+            '{"access": ["sre"]\n本文\n',
+            r"invalid JSON front matter: .* \(a `\{` first on line 1 opens JSON front matter, as in Hugo\)",
+        ),
+        ("{access: [sre]}\n本文\n", r"invalid JSON front matter: Expecting property name"),
         ("{{< notice >}}\n本文\n", r"invalid JSON front matter"),
         (
             "\n----\naccess: [sre]\n---\n本文\n",
-            r"line 2 '----' opens front matter in Hugo, but the fence must be '---' alone",
+            r"line 2: '----' opens front matter in Hugo; write the fence '---' alone on its line",
         ),
-        ("--- access: [sre]\n---\n本文\n", r"the fence must be '---' alone"),
-        ("+++ x\n+++\n", r"the fence must be '\+\+\+' alone"),
+        ("--- access: [sre]\n---\n本文\n", r"write the fence '---' alone"),
+        ("+++ x\n+++\n", r"write the fence '\+\+\+' alone"),
         ("#+access: sre\n本文\n", r"Org-mode front matter \(`#\+`\) is not read"),
         ("---\naccess: [sre]\naccess: []\n---\n", r"invalid YAML front matter: .*duplicate key 'access'"),
         ("---\nparams: {access: [sre]}\nparams: {}\n---\n", r"duplicate key 'params'"),

@@ -74,7 +74,7 @@ def split_front_matter(raw: str) -> tuple[dict[str, Any], str]:
         fields, body = _fenced(text[start + len(first) :].partition("\n")[2], first, line)
     elif first[:3] in _FENCES:
         raise FrontMatterError(
-            f"line {line} {first[:20]!r} opens front matter in Hugo, but the fence must be {first[:3]!r} alone"
+            f"line {line}: {first[:20]!r} opens front matter in Hugo; write the fence {first[:3]!r} alone on its line"
         )
     elif first.startswith("{"):
         fields, body = _json(text, start, line)
@@ -110,8 +110,8 @@ def _json(text: str, start: int, line: int) -> tuple[Any, str]:
         fields, end = _JSON.raw_decode(text, start)
     except json.JSONDecodeError as exc:
         raise FrontMatterError(
-            f"invalid JSON front matter ({{ on line {line} opens it, as in Hugo): "
-            f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+            f"invalid JSON front matter: {exc.msg} at line {exc.lineno} column {exc.colno} "
+            f"(a `{{` first on line {line} opens JSON front matter, as in Hugo)"
         ) from None
     return fields, text[end:].removeprefix("\n")
 
