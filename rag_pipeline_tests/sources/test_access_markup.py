@@ -192,6 +192,7 @@ def test_params_access_is_read(header, expected):
         ("accesss: [sre]", r"key 'accesss' is not read"),
         ("accsess: [sre]", r"key 'accsess' is not read"),
         ("Acess: [sre]", r"key 'Acess' is not read; did you mean"),
+        ("'access ': [sre]", r"key 'access ' is not read; did you mean `access`"),
         ("accessed: 2024-01-01", r"key 'accessed' is not read"),
         ("params: {acess: [sre]}", r"front matter key 'params.acess' is not read; did you mean `access`"),
         ("params: {Access: [sre]}", r"key 'params.Access' is not read; write `access` \(lower case\)"),

@@ -95,7 +95,7 @@ def _misread(key: Any, path: str) -> str | None:
         return None
     if path not in _READ_AT:
         return "groups are read only from `access` at the top level or under `params`"
-    if folded == "access":
+    if key.lower() == "access":
         return "write `access` (lower case)"
     return "did you mean `access`? (a key this close to `access` stops the build, so that a typo never leaves a note public)"
 
