@@ -1,16 +1,19 @@
 """`python -m rag_pipeline.ask "QUESTION" [--groups g1,g2] [--k 5] [--strategy S]`: ask the live
 release. Searches the live table of the release run (or of `--strategy`) with the asker's groups as a
 pre-filter (no groups: public notes only), prints the ranked passages and an answer with citations
-from the configured `RAG_LLM`. Exits 2 when nothing is released or the configured embedder is not
-the one the live release was embedded with."""
+from the configured `RAG_LLM`. Exits 2 when nothing is released, the configured embedder is not
+the one the live release was embedded with, or a group is named by no note and no question."""
 
 import argparse
 import os
 import sys
 
+import lancedb
+import pyarrow.compute as pc
+
 from rag_pipeline.lib.answers import make_prompt, parse_reply
 from rag_pipeline.lib.answers.units import Unit
-from rag_pipeline.lib.core import location
+from rag_pipeline.lib.core import AnyPath, location, read_frame, unknown_group
 from rag_pipeline.lib.release import RELEASE_DIR, read_current
 from rag_pipeline.lib.serving import NotReleased, open_live, search_rows, table_key
 from rag_pipeline.settings import Settings, SettingsError
@@ -27,6 +30,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--k", type=int, default=5, help="passages to retrieve (default 5)")
     parser.add_argument("--strategy", default=None, help="a served strategy (default: the release run's)")
     return parser.parse_args(argv)
+
+
+def known_groups(table: lancedb.table.Table, data_dir: AnyPath) -> set[str]:
+    """Every group a note of the live table or a question of the last build names."""
+    from rag_pipeline.defs.lanes import QUESTIONS  # Dagster is loaded by now: `build_resources`
+
+    access = table.search().select(["access"]).limit(None).to_arrow()["access"]
+    known = set(pc.unique(pc.list_flatten(access)).to_pylist())
+    if (data_dir / QUESTIONS).exists():
+        for groups in read_frame(data_dir / QUESTIONS, columns=["groups"])["groups"]:
+            known.update(() if groups is None else groups)
+    return known
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
+    problem = groups and unknown_group(groups, known_groups(table, data_dir))
+    if problem:
+        print(f"error: --groups: {problem}", file=sys.stderr)
+        return 2
     vector = embedder.embed([args.question], "query")[0]
     hits = search_rows(table, vector, args.k, groups, COLUMNS).to_pylist()
     who = f"groups {', '.join(groups)}" if groups else "public notes only"

@@ -2,17 +2,20 @@
 
 `Settings.from_env` runs when the code location loads, so a bad value stops `dagster dev`, the
 CLI and the tests at once with the variable, the value and what is accepted. Resources take
-their defaults from `DEFAULTS`, so run config and the environment agree.
+their defaults from `DEFAULTS`, so run config and the environment agree. A `RAG_*` variable that is
+no setting (a typo such as `RAG_EMBEDER`) gets one warning line per process naming the closest one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag_pipeline.lib.core import closest
 from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS, parse_retriever
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -20,6 +23,10 @@ BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
 BUNDLED_REPO = PROJECT_ROOT / "data" / "notes-repo"
 BUNDLED_QUESTIONS = PROJECT_ROOT / "data" / "questions.json"
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data" / "build"
+# `RAG_*` variables read elsewhere that are not settings: `make run`'s verbose switch, and the
+# differential test's seed and number of steps
+OTHER_VARIABLES = frozenset({"RAG_VERBOSE", "RAG_DIFF_SEED", "RAG_DIFF_STEPS"})
+_warned: set[str] = set()  # the warnings this process has printed
 
 
 class SettingsError(ValueError):
@@ -183,6 +190,10 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """The settings from `env`; an unset or empty variable takes its default."""
+        for line in unknown_variables(env):
+            if line not in _warned:
+                _warned.add(line)
+                print(line, file=sys.stderr)
         values = {}
         for name, var in VARS.items():
             raw = env.get(var.name) or var.default
@@ -200,5 +211,20 @@ class Settings:
 
 
 VARS: dict[str, Var] = {f.name: f.metadata["var"] for f in dataclasses.fields(Settings)}
+
+
+def unknown_variables(env: Mapping[str, str]) -> list[str]:
+    """A warning line for each `RAG_*` variable in `env` that is neither a setting nor one of
+    `OTHER_VARIABLES`, naming the closest setting."""
+    known = {var.name for var in VARS.values()}
+    read = known | OTHER_VARIABLES
+    lines = []
+    for name in sorted(env):
+        if name.startswith("RAG_") and name not in read:
+            near = closest(name, known, within=3)
+            hint = f"did you mean {near}?" if near else "the settings are listed in rag_pipeline/settings.py"
+            lines.append(f"warning: {name} is not a setting; {hint}")
+    return lines
+
 
 DEFAULTS = Settings.from_env({})

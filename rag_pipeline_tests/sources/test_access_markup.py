@@ -4,7 +4,14 @@ an error naming the note; nothing that could be meant to restrict a note makes i
 import pytest
 import yaml
 
-from rag_pipeline.lib.sources import NotesSourceError, access_groups, read_notes, split_front_matter
+from rag_pipeline.lib.sources import (
+    FrontMatterError,
+    NotesSourceError,
+    access_groups,
+    clean_markdown,
+    read_notes,
+    split_front_matter,
+)
 from rag_pipeline_tests.support.repos import make_notes_repo
 
 WHERE = "content/notes/a/index.md at commit 0123456789ab"
@@ -97,3 +104,152 @@ def test_read_notes_splits_a_comma_list(tmp_path):
     repo = make_notes_repo(tmp_path / "r", files)
     (note,) = read_notes(repo.head.commit, "content/notes/**/index.md", [])
     assert note.access == ("payments", "sre")
+
+
+# -- front matter as Hugo reads it
+
+
+@pytest.mark.parametrize(
+    ("raw", "fields", "body"),
+    [
+        ("\n\n---\naccess: [sre]\n---\n本文\n", {"access": ["sre"]}, "本文\n"),
+        (" \n\t\n  ---\naccess: [sre]\n---\n本文\n", {"access": ["sre"]}, "本文\n"),
+        ("\r\n\r\n---\r\naccess: sre\r\n---\r\n本文\r\n", {"access": "sre"}, "本文\n"),
+        ("\n+++\naccess = ['sre']\n+++\n本文\n", {"access": ["sre"]}, "本文\n"),
+        ('{"title": "x", "access": ["sre"]}\n本文\n', {"title": "x", "access": ["sre"]}, "本文\n"),
+        (
+            '\n\n{\n  "access": ["sre"],\n  "params": {"a": "{}"}\n}\n本文\n',
+            {"access": ["sre"], "params": {"a": "{}"}},
+            "本文\n",
+        ),
+        ("{}\n本文\n", {}, "本文\n"),
+        ("本文 {x}\n---\naccess: [sre]\n---\n", {}, "本文 {x}\n---\naccess: [sre]\n---\n"),
+        ("- list\n", {}, "- list\n"),
+    ],
+)
+def test_front_matter_after_blank_lines_and_json_is_read(raw, fields, body):
+    assert split_front_matter(raw) == (fields, body)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("\n\n---\naccess: [sre]\n本文\n", r"front matter opened with '---' on line 3 is never closed"),
+        ("\n+++\naccess = ['sre']\n本文\n", r"front matter opened with '\+\+\+' on line 2 is never closed"),
+        (
+            '{"access": ["sre"]\n本文\n',
+            r"invalid JSON front matter: .* \(a `\{` first on line 1 opens JSON front matter, as in Hugo\)",
+        ),
+        ("{access: [sre]}\n本文\n", r"invalid JSON front matter: Expecting property name"),
+        ("{{< notice >}}\n本文\n", r"invalid JSON front matter"),
+        (
+            "\n----\naccess: [sre]\n---\n本文\n",
+            r"line 2: '----' opens front matter in Hugo; write the fence '---' alone on its line",
+        ),
+        ("--- access: [sre]\n---\n本文\n", r"write the fence '---' alone"),
+        ("+++ x\n+++\n", r"write the fence '\+\+\+' alone"),
+        ("#+access: sre\n本文\n", r"Org-mode front matter \(`#\+`\) is not read"),
+        ("---\naccess: [sre]\naccess: []\n---\n", r"invalid YAML front matter: .*duplicate key 'access'"),
+        ("---\nparams: {access: [sre]}\nparams: {}\n---\n", r"duplicate key 'params'"),
+        ('{"access": ["sre"], "access": []}\n', r"invalid JSON front matter: duplicate key 'access'"),
+        ("---\n- access\n---\n", r"front matter must be a mapping of fields, got list"),
+    ],
+)
+def test_what_looks_like_front_matter_and_does_not_parse_is_an_error(raw, message):
+    with pytest.raises(FrontMatterError, match=message):
+        split_front_matter(raw)
+
+
+def test_the_cleaner_never_makes_front_matter_text():
+    for raw in ('\n{"title": "x", "access": ["sre"]}\n本文\n', "\n\n---\naccess: [sre]\n---\n本文\n"):
+        assert clean_markdown(raw) == "本文\n"
+    with pytest.raises(FrontMatterError):
+        clean_markdown("\n---\naccess: [sre]\n本文\n")
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("params: {access: [sre]}", ("sre",)),
+        ("params:\n  access: sre, payments", ("payments", "sre")),
+        ("params: {title: x}", ()),
+        ("params:", ()),
+        ("access: [sre]\nparams: {access: [sre]}", ("sre",)),
+        ("access: sre, payments\nparams: {access: [payments, sre]}", ("payments", "sre")),
+        ("accent: blue\naccept: [pdf]\nsuccess: true\nexcess: 2\naliases: [/a]", ()),
+        ("params: {accent: blue}", ()),
+    ],
+)
+def test_params_access_is_read(header, expected):
+    assert groups(header) == expected
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("acess: [sre]", r"front matter key 'acess' is not read; did you mean `access`\?"),
+        ("acces: [sre]", r"key 'acces' is not read; did you mean `access`"),
+        ("accesss: [sre]", r"key 'accesss' is not read"),
+        ("accsess: [sre]", r"key 'accsess' is not read"),
+        ("Acess: [sre]", r"key 'Acess' is not read; did you mean"),
+        ("'access ': [sre]", r"key 'access ' is not read; did you mean `access`"),
+        ("accessed: 2024-01-01", r"key 'accessed' is not read"),
+        ("params: {acess: [sre]}", r"front matter key 'params.acess' is not read; did you mean `access`"),
+        ("params: {Access: [sre]}", r"key 'params.Access' is not read; write `access` \(lower case\)"),
+        (
+            "Params: {access: [sre]}",
+            r"key 'Params.access' is not read; groups are read only from `access` at the top level or under `params`",
+        ),
+        ("param: {access: [sre]}", r"key 'param.access' is not read; groups are read only"),
+        ("cascade: {params: {access: [sre]}}", r"key 'cascade.params.access' is not read"),
+        ("resources: [{src: a.png, params: {acess: x}}]", r"key 'resources\[0\].params.acess' is not read"),
+        ("params: {access: []}", r"`params.access` is empty \(\[\]\)"),
+        ("params: {access: [sre, 7]}", r"`params.access` must be a group name or a list of group names"),
+        ("params: access=sre", r"`params` must be a mapping of fields, got 'access=sre'"),
+        (
+            "access: [sre]\nparams: {access: [hr]}",
+            r"`access` \['sre'\] and `params.access` \['hr'\] name different groups; give the groups once",
+        ),
+    ],
+)
+def test_keys_near_access_are_errors_naming_the_note(header, message):
+    with pytest.raises(NotesSourceError, match=message) as error:
+        groups(header)
+    assert str(error.value).startswith(f"{WHERE}: ")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "\n\n---\ntitle: A\naccess: [sre]\n---\n本文\n",
+        '{"title": "A", "access": ["sre"]}\n本文\n',
+        "---\ntitle: A\nparams: {access: [sre]}\n---\n本文\n",
+        "+++\ntitle = 'A'\n[params]\naccess = ['sre']\n+++\n本文\n",
+    ],
+)
+def test_read_notes_restricts_every_hugo_form(tmp_path, raw):
+    repo = make_notes_repo(tmp_path / "r", {"content/notes/a/index.md": raw})
+    (note,) = read_notes(repo.head.commit, "content/notes/**/index.md", [])
+    assert note.access == ("sre",) and note.title == "A"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (
+            "---\ntitle: A\nacess: [sre]\n---\n本文\n",
+            "front matter key 'acess' is not read; did you mean `access`?",
+        ),
+        (
+            "\n---\ntitle: A\naccess: [sre]\n本文\n",
+            "front matter opened with '---' on line 2 is never closed",
+        ),
+        ('{"title": "A", "access": ["sre"],}\n本文\n', "invalid JSON front matter"),
+    ],
+)
+def test_read_notes_errors_name_the_file_and_the_commit(tmp_path, raw, message):
+    repo = make_notes_repo(tmp_path / "r", {"content/notes/a/index.md": raw})
+    with pytest.raises(NotesSourceError) as error:
+        read_notes(repo.head.commit, "content/notes/**/index.md", [])
+    where = f"content/notes/a/index.md at commit {repo.head.commit.hexsha[:12]}: "
+    assert str(error.value).startswith(where) and message in str(error.value)

@@ -1,11 +1,19 @@
 """What every stage stands on: atomic storage (local or s3://), content-addressed segments, the JSON
-HTTP client and its deadline, the one access rule, one-writer locks, incremental rebuilds by note."""
+HTTP client and its deadline, the one access rule, one-writer locks, near-miss names, incremental rebuilds by note."""
 
-from rag_pipeline.lib.core.access import UNAUTHORIZED, leaked_rows, may_read, readable_mask, readable_units
+from rag_pipeline.lib.core.access import (
+    UNAUTHORIZED,
+    leaked_rows,
+    may_read,
+    readable_mask,
+    readable_units,
+    unknown_group,
+)
 from rag_pipeline.lib.core.arrowfile import read_arrow, write_arrow
 from rag_pipeline.lib.core.http import JsonClient, ServerError, bearer, without_v1
 from rag_pipeline.lib.core.incremental import content_version, rebuild_by_note
 from rag_pipeline.lib.core.locks import DirectoryLock
+from rag_pipeline.lib.core.names import closest, edit_distance, fold
 from rag_pipeline.lib.core.segments import SegmentStore, text_hash, version_dir, version_key
 from rag_pipeline.lib.core.storage import (
     AnyPath,
@@ -43,7 +51,10 @@ __all__ = [
     "StorageError",
     "as_path",
     "bearer",
+    "closest",
     "content_version",
+    "edit_distance",
+    "fold",
     "leaked_rows",
     "location",
     "may_read",
@@ -59,6 +70,7 @@ __all__ = [
     "table_bytes",
     "text_hash",
     "tree_bytes",
+    "unknown_group",
     "vector_column",
     "vector_matrix",
     "version_dir",

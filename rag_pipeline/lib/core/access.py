@@ -6,16 +6,32 @@ asker without groups (`None`) may read every note, as when questions carry no `g
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pandas as pd
+
+from rag_pipeline.lib.core.names import closest
 
 UNAUTHORIZED = "unauthorized"  # the category of a question about a note its asker may not read
 
 
 def may_read(groups: Sequence[str] | None, access: Sequence[str]) -> bool:
     return groups is None or len(access) == 0 or bool(set(groups) & set(access))
+
+
+def unknown_group(groups: Sequence[str], known: Collection[str]) -> str | None:
+    """Why an asker's `groups` are wrong (the first that no note and no question names), or None.
+
+    Names are compared exactly: a near miss (`SRE`, `ｓｒｅ`, `ser` for `sre`) would read as a group
+    of its own and silently show public notes only, so it is named with the one meant."""
+    for group in groups:
+        if group not in known:
+            near = closest(group, known, within=1)
+            hint = f"; did you mean {near!r}?" if near else ""
+            listed = ", ".join(sorted(known)) or "none (every note is public)"
+            return f"no note and no question names the group {group!r}{hint} (known groups: {listed})"
+    return None
 
 
 def readable_mask(access: Sequence[Sequence[str]], groups: Sequence[str] | None) -> np.ndarray:

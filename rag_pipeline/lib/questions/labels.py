@@ -7,7 +7,8 @@
 the second evidence live in another note. `commit` (optional, a full or abbreviated sha) is the
 notes commit the evidence was labelled against; `"critical": true` marks a question a release may not
 newly miss (see `rag_pipeline.lib.release`); `rag_pipeline.lib.questions.status` follows the label from
-there to the indexed commit (`ok`, `carried`, `stale` or `invalid`).
+there to the indexed commit (`ok`, `carried`, `stale` or `invalid`); `groups` are the asker's groups.
+Any other field is an error unless it starts with `x-` (`rag_pipeline.lib.questions.fields`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from rag_pipeline.lib.core import UNAUTHORIZED, may_read
+from rag_pipeline.lib.questions.fields import unknown_field
 
 
 class QuestionsError(ValueError):
@@ -91,6 +93,12 @@ def parse_questions(items: object, source: str) -> list[Question]:
     for n, item in enumerate(items):
         if not isinstance(item, dict):
             raise QuestionsError(f"{source}: item #{n} is not an object")
+        problem = unknown_field(item)
+        if problem:
+            named = isinstance(item.get("id"), (int, str))
+            raise QuestionsError(
+                f"{source}: " + (f"question {item['id']}" if named else f"item #{n}") + f": {problem}"
+            )
         qid = _field(item, "id", f"{source}: item #{n}", (int, str))
         where = f"{source}: question {qid}"
         if qid in seen:

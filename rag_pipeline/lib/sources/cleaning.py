@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from rag_pipeline.lib.sources.frontmatter import split_front_matter
 
-CLEANER_VERSION = "clean-v2"  # v2: front matter by a YAML/TOML parser, BOM and CR line ends
+CLEANER_VERSION = "clean-v3"  # v3: front matter after blank lines and JSON front matter (Hugo)
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.S | re.M)
 _SHORTCODE = re.compile(r"\{\{[<%].*?[%>]\}\}", re.S)

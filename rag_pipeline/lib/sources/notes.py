@@ -15,11 +15,12 @@ from typing import Any
 
 import git
 
+from rag_pipeline.lib.core import edit_distance
 from rag_pipeline.lib.sources.frontmatter import FrontMatterError, split_front_matter, title_of
 
 # bumped whenever what `read_notes` makes of a blob changes (title, access): notes of another
 # reader version are read again, never reused
-READER_VERSION = "reader-v1"
+READER_VERSION = "reader-v2"  # v2: front matter as Hugo reads it (blank lines, JSON, params.access)
 
 
 class NotesSourceError(ValueError):
@@ -37,34 +38,86 @@ class SourceNote:
     access: tuple[str, ...] = ()  # the groups that may read the note; empty: public
 
 
+# Keys within `NEAR` edits of `access` that are words of their own, read as unrelated fields. Any
+# other key this close, anywhere in the front matter, is taken for a misspelt or misplaced `access`
+# and stops the build: a typo must never leave a note public.
+UNRELATED_KEYS = frozenset({"accent", "accept", "excess", "success"})
+NEAR = 2
+_READ_AT = ("", "params")  # where `access` is read: the top level and Hugo's custom fields
+
+
 def access_groups(fields: Mapping[Any, Any], where: str) -> tuple[str, ...]:
-    """The groups a note's front matter `fields` give it; empty (public) only when `access` is absent.
+    """The groups a note's front matter `fields` give it; empty (public) only when no `access` is given.
 
     Fails closed: markup that could be meant to restrict a note is an error naming it, never read
-    as public. Accepted: `access: sre`, `access: sre, payments` (split at commas) and
-    `access: [sre, payments]`. Rejected: a key spelled `Access` or `ACCESS`, an empty value
-    (`access:`, `access: ""`, `access: []`), an empty group name, anything but strings."""
-    for key in fields:
-        if isinstance(key, str) and key != "access" and key.strip().lower() == "access":
-            raise NotesSourceError(
-                f"{where}: front matter key {key!r} is not read; write `access` (lower case)"
-            )
+    as public. Read: `access` at the top level and under `params` (where Hugo keeps custom fields;
+    both given, they must name the same groups), as `access: sre`, `access: sre, payments` (split
+    at commas) or `access: [sre, payments]`. Rejected: a key within `NEAR` edits of `access` (any
+    case, at any depth) other than those two and `UNRELATED_KEYS`, an empty value (`access:`,
+    `access: ""`, `access: []`), an empty group name, anything but strings, `params` that is not a
+    mapping."""
+    _near_keys(fields, "", where)
+    params = fields.get("params")
+    if params is not None and not isinstance(params, Mapping):
+        raise NotesSourceError(
+            f"{where}: `params` must be a mapping of fields, got {params!r}; write `params: {{access: [sre]}}`"
+        )
+    top = _groups(fields, "access", where)
+    nested = _groups(params or {}, "params.access", where)
+    if top is not None and nested is not None and top != nested:
+        raise NotesSourceError(
+            f"{where}: `access` {list(top)} and `params.access` {list(nested)} name different groups; "
+            "give the groups once"
+        )
+    return top or nested or ()
+
+
+def _near_keys(value: Any, path: str, where: str) -> None:
+    """Raise on the first key, at any depth, that reads like `access` but is not read as it."""
+    if isinstance(value, list):
+        for i, inner in enumerate(value):
+            _near_keys(inner, f"{path}[{i}]", where)
+    elif isinstance(value, Mapping):
+        for key, inner in value.items():
+            name = f"{path}.{key}" if path else str(key)
+            hint = _misread(key, path)
+            if hint:
+                raise NotesSourceError(f"{where}: front matter key {name!r} is not read; {hint}")
+            _near_keys(inner, name, where)
+
+
+def _misread(key: Any, path: str) -> str | None:
+    """What to write instead of `key` (found under `path`) when it reads like `access`; else None."""
+    folded = key.strip().lower() if isinstance(key, str) else ""
+    if (key == "access" and path in _READ_AT) or folded in UNRELATED_KEYS:
+        return None
+    if edit_distance(folded, "access") > NEAR:
+        return None
+    if path not in _READ_AT:
+        return "groups are read only from `access` at the top level or under `params`"
+    if key.lower() == "access":
+        return "write `access` (lower case)"
+    return "did you mean `access`? (a key this close to `access` stops the build, so that a typo never leaves a note public)"
+
+
+def _groups(fields: Mapping[Any, Any], name: str, where: str) -> tuple[str, ...] | None:
+    """The groups `fields["access"]` names (None when absent), `name` being how the note spells it."""
     if "access" not in fields:
-        return ()
+        return None
     value = fields["access"]
     if value is None or value == [] or (isinstance(value, str) and not value.strip()):
         raise NotesSourceError(
-            f"{where}: `access` is empty ({value!r}); a public note omits the key, "
+            f"{where}: `{name}` is empty ({value!r}); a public note omits the key, "
             "a restricted one lists its groups (`access: [sre]`)"
         )
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(n, str) for n in items):
         raise NotesSourceError(
-            f"{where}: `access` must be a group name or a list of group names, got {value!r}"
+            f"{where}: `{name}` must be a group name or a list of group names, got {value!r}"
         )
     names = [part.strip() for item in items for part in item.split(",")]
     if not all(names):
-        raise NotesSourceError(f"{where}: `access` holds an empty group name: {value!r}")
+        raise NotesSourceError(f"{where}: `{name}` holds an empty group name: {value!r}")
     return tuple(sorted(set(names)))
 
 
