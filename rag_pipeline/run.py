@@ -19,6 +19,8 @@ import dagster as dg
 
 from rag_pipeline.lib.chunking import StrategyError
 from rag_pipeline.lib.core import DirectoryLock
+from rag_pipeline.lib.questions import QuestionsError
+from rag_pipeline.lib.sources import NotesSourceError
 from rag_pipeline.settings import PROJECT_ROOT, SettingsError
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
@@ -27,8 +29,9 @@ QUEUED_PATIENCE_S = 30
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"
 
 
-def launch(job: str, request: dg.RunRequest) -> str:
-    """Start the planned run through Dagster's run launcher; returns its run id."""
+def launch(job: str, request: dg.RunRequest, env: dict[str, str]) -> str:
+    """Start the planned run through Dagster's run launcher, with `env` over this process's
+    environment; returns its run id."""
     run_id = str(uuid.uuid4())
     command = [sys.executable, "-m", "dagster", "job", "launch", "-w", str(WORKSPACE), "-j", job]
     command += ["--run-id", run_id, "--config-json", json.dumps(request.run_config)]
@@ -38,7 +41,7 @@ def launch(job: str, request: dg.RunRequest) -> str:
         "-o",
         ",".join(k.to_user_string() for k in request.asset_selection),
     ]
-    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=PROJECT_ROOT, env=os.environ | env, capture_output=True, text=True)
     if done.returncode:
         lines = [line for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
         raise RuntimeError(f"dagster job launch failed: {lines[-1] if lines else done.returncode}")
@@ -139,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.reconfigure(line_buffering=True)  # progress shows as it comes, in a pipe too
     verbose = "-v" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("RAG_VERBOSE") == "1"
     try:
-        from rag_pipeline.definitions import JOB, defs
+        from rag_pipeline.definitions import JOB, defs, settings
     except (SettingsError, StrategyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -149,13 +152,17 @@ def main(argv: list[str] | None = None) -> int:
     with open_instance() as instance:
         for _ in range(MAX_RUNS):
             graph = defs.resolve_asset_graph()
-            found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"])
+            try:
+                found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"])
+            except (NotesSourceError, QuestionsError) as exc:  # the repository, ref or questions file set
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
             if request is None:
                 print(f"nothing is stale at {found.head[:12]}: every asset is fresh")
                 return 0
             print(f"stale at {found.head[:12]}: {stale_summary(found.stale)}")
             progress = Progress(verbose=verbose)
-            run = follow(instance, launch(JOB, request), progress)
+            run = follow(instance, launch(JOB, request, settings.path_variables()), progress)
             print(f"run {run.run_id}: {run.status.value.lower()}")
             if run.status != dg.DagsterRunStatus.SUCCESS:
                 return REJECTED_EXIT if progress.failed == ["release"] else 1

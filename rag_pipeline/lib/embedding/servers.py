@@ -59,7 +59,13 @@ class HttpEmbedder(Embedder):
         self.query_prefix = default_q if query_prefix is None else query_prefix
         self.passage_prefix = default_p if passage_prefix is None else passage_prefix
         self.servers = [
-            JsonClient(u, f"{self.backend} (model {model!r})", connections=max(1, concurrency), **client)
+            JsonClient(
+                u,
+                f"{self.backend} (model {model!r})",
+                connections=max(1, concurrency),
+                timeout_var="RAG_EMBED_TIMEOUT",
+                **client,
+            )
             for u in urls
         ]
         self.concurrency = max(1, concurrency) * len(urls)
