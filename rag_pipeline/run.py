@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
@@ -22,6 +23,9 @@ from rag_pipeline.lib.core import DirectoryLock
 from rag_pipeline.lib.questions import QuestionsError
 from rag_pipeline.lib.sources import NotesSourceError
 from rag_pipeline.settings import PROJECT_ROOT, SettingsError
+
+if TYPE_CHECKING:
+    from dagster._utils.error import SerializableErrorInfo
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
 REJECTED_EXIT = 3  # everything ran and was evaluated, and the release gate held the new index back
@@ -46,6 +50,19 @@ def launch(job: str, request: dg.RunRequest, env: dict[str, str]) -> str:
         lines = [line for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
         raise RuntimeError(f"dagster job launch failed: {lines[-1] if lines else done.returncode}")
     return run_id
+
+
+def user_message(error: SerializableErrorInfo) -> str:
+    """The line a user acts on: the first error in the cause chain that is not Dagster's wrapper of
+    the step (`Error occurred while executing op ...`), its first line, without the module path of
+    the project's own exception classes."""
+    while error.cause is not None and error.message.startswith("dagster."):
+        error = error.cause
+    lines = error.message.strip().splitlines()
+    first = lines[0] if lines else error.cls_name or "failed"
+    qualified, colon, rest = first.partition(": ")
+    own = qualified.startswith("rag_pipeline.") and qualified.endswith(f".{error.cls_name}")
+    return rest if colon and own else first
 
 
 class Progress:
@@ -76,7 +93,7 @@ class Progress:
                 self.done.append(data.asset_key.to_user_string())
         elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
-            message = error.message.strip().splitlines()[-1] if error else "failed"
+            message = user_message(error) if error else "failed"
             self.failed.append(event.step_key)
             self.echo(f"  FAILED  {event.step_key}: {message}")
 

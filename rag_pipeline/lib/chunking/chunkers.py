@@ -197,6 +197,24 @@ STRATEGIES: dict[str, Strategy] = {
 }
 
 
+def strategy_spans(strategy: Strategy, note: str, text: str, sections: list[Section]) -> list:
+    """The chunker's spans of one note; a chunker written elsewhere (`python` strategies) that
+    raises, or returns anything but a list, is an error naming the strategy and the note."""
+    where = f"strategy {strategy.name!r} ({strategy.version}), note {note!r}"
+    try:
+        spans = strategy.spans(text, sections)
+    except Exception as exc:
+        detail = " ".join(str(exc).split())[:200]  # one line, whatever the function's message
+        raise ChunkSpanError(
+            f"{where}: the chunker raised {type(exc).__name__}: {detail}; fix the function (or the note)"
+        ) from exc
+    if not isinstance(spans, list):
+        raise ChunkSpanError(
+            f"{where}: the chunker returned a {type(spans).__name__}, not a list of (start, end) pairs"
+        )
+    return spans
+
+
 def checked_spans(strategy: Strategy, note: str, text: str, spans: Iterable) -> list[Span]:
     """The spans as integer pairs; a span that is not a non-empty piece of the text is an error,
     since a chunker written elsewhere (`python` strategies) can return anything."""
@@ -232,7 +250,7 @@ def chunk_note(
     """Chunk rows for one note; whitespace-only spans are dropped, so no chunk is empty."""
     parents = top_sections(sections) or sections
     rows = []
-    for start, end in checked_spans(strategy, note, text, strategy.spans(text, sections)):
+    for start, end in checked_spans(strategy, note, text, strategy_spans(strategy, note, text, sections)):
         piece = text[start:end]
         if not piece.strip():
             continue

@@ -27,6 +27,41 @@ from rag_pipeline.lib.embedding.embedders import BatchDone, Embedder, EmbeddingE
 Identity = dict[str, Any]  # {"digest": str, "dim": int}
 
 TOO_LONG = ("context length", "too long", "exceeds", "maximum context")
+OLLAMA_API = "an Ollama server (its /api/embed)"
+OPENAI_API = "an OpenAI-compatible embeddings server (its /v1/embeddings)"
+
+
+def reply_list(reply: Any, key: str, where: str, api: str) -> list:
+    """The list a server's reply holds under `key`; a reply of another shape is an error naming
+    the server and the API it should speak."""
+    if not isinstance(reply, dict):
+        got = {list: "a JSON list", str: "a JSON string"}.get(type(reply), f"JSON {json.dumps(reply)[:20]}")
+        raise EmbeddingError(
+            f"{where}: the reply is {got}, not an object with the `{key}` list; does RAG_EMBED_URL "
+            f"point at {api}?"
+        )
+    if not isinstance(reply.get(key), list):
+        raise EmbeddingError(f"{where}: the reply has no `{key}` list; does RAG_EMBED_URL point at {api}?")
+    return reply[key]
+
+
+def vector_matrix(rows: list, where: str) -> np.ndarray:
+    """A reply's vectors as one float32 matrix; vectors that are not lists of numbers, or differ in
+    length, are an error naming the server (numpy would say only "inhomogeneous shape")."""
+    if not rows:
+        return np.zeros((0, 0), np.float32)
+    lengths = sorted({len(row) if isinstance(row, list) else -1 for row in rows})
+    if lengths[0] < 0:
+        raise EmbeddingError(f"{where}: a vector in the reply is not a list of numbers; check the server")
+    if len(lengths) > 1:
+        raise EmbeddingError(
+            f"{where}: the reply's vectors differ in length ({', '.join(map(str, lengths))} numbers); "
+            "check the server and its model"
+        )
+    try:
+        return np.array(rows, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise EmbeddingError(f"{where}: a vector in the reply holds something other than numbers") from None
 
 
 def e5_prefixes(model: str) -> tuple[str, str]:
@@ -185,6 +220,10 @@ class OllamaEmbedder(HttpEmbedder):
 
     def probe(self) -> Identity:
         show = self.post("/api/show", {"model": self.model})
+        if not isinstance(show, dict):
+            raise EmbeddingError(
+                f"{self.where()}: the /api/show reply is not a JSON object; does RAG_EMBED_URL point at {OLLAMA_API}?"
+            )
         info = show.get("model_info") or {}
         digest = (
             show.get("digest")
@@ -212,10 +251,8 @@ class OllamaEmbedder(HttpEmbedder):
             "truncate": False,
             "options": {"num_ctx": self.num_ctx},
         }
-        vectors = self.post("/api/embed", body).get("embeddings")
-        if not isinstance(vectors, list):
-            raise EmbeddingError(f"ollama {self.url}: answer has no `embeddings` list")
-        return np.array(vectors, dtype=np.float32) if vectors else np.zeros((0, 0), np.float32)
+        vectors = reply_list(self.post("/api/embed", body), "embeddings", self.where(), OLLAMA_API)
+        return vector_matrix(vectors, self.where())
 
 
 class OpenAIEmbedder(HttpEmbedder):
@@ -262,16 +299,16 @@ class OpenAIEmbedder(HttpEmbedder):
             body["dimensions"] = self.dimensions
         return self.post("/v1/embeddings", body)
 
-    def _vectors(self, answer: dict[str, Any]) -> np.ndarray:
-        data = answer.get("data")
-        if not isinstance(data, list):
-            raise EmbeddingError(f"{self.where()}: answer has no `data` list")
+    def _vectors(self, answer: Any) -> np.ndarray:
+        data = reply_list(answer, "data", self.where(), OPENAI_API)
+        for i, item in enumerate(data):
+            if not isinstance(item, dict) or "embedding" not in item:
+                raise EmbeddingError(
+                    f"{self.where()}: item {i} of the reply's `data` has no `embedding`; does "
+                    f"RAG_EMBED_URL point at {OPENAI_API}?"
+                )
         rows = sorted(data, key=lambda d: d.get("index", 0))
-        return (
-            np.array([d["embedding"] for d in rows], dtype=np.float32)
-            if rows
-            else np.zeros((0, 0), np.float32)
-        )
+        return vector_matrix([d["embedding"] for d in rows], self.where())
 
     def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
         return self._vectors(self._request(texts, kind))
