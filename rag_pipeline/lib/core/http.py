@@ -35,10 +35,13 @@ log = logging.getLogger("rag_pipeline.http")
 class ServerError(RuntimeError):
     """The server could not be reached or refused the request; `status` is its HTTP status, if any."""
 
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
+    def __init__(
+        self, message: str, status: int | None = None, retry_after: float | None = None, hint: str = ""
+    ):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.hint = hint  # what to do, said once the retries are spent
 
     @property
     def retryable(self) -> bool:
@@ -148,10 +151,13 @@ class JsonClient:
                 response = self.client.post(url, json=body)
         except httpx.TimeoutException as exc:
             raise ServerError(
-                f"{self.name} {url}: timed out after {self.timeout:g} s ({exc.__class__.__name__})"
+                f"{self.name} {url}: timed out after {self.timeout:g} s ({exc.__class__.__name__})",
+                hint=f"is the server overloaded? raise {self.timeout_var} if it is just slow",
             ) from exc
         except httpx.TransportError as exc:
-            raise ServerError(f"{self.name} {url}: cannot connect ({exc}); is the server running?") from exc
+            raise ServerError(
+                f"{self.name} {url}: cannot connect ({exc})", hint="is the server running at that URL?"
+            ) from exc
         status = response.status_code
         if status < 400:
             try:
@@ -189,7 +195,8 @@ class JsonClient:
             if not exc.retryable:
                 raise
             attempts = retrying.statistics.get("attempt_number", 1)
-            raise ServerError(f"{exc}, after {attempts} attempts", exc.status) from exc
+            hint = f"; {exc.hint}" if exc.hint else ""
+            raise ServerError(f"{exc}, after {attempts} attempts{hint}", exc.status) from exc
 
 
 def without_v1(url: str) -> str:
