@@ -1,6 +1,10 @@
 """Errors a user can cause are one line naming what to fix: the server (URL and model), the object
 store's variables, the setting. Against real servers on 127.0.0.1 (and a closed port)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from rag_pipeline.lib.answers import LLMError, OllamaLLM, OpenAILLM, Unit, make_prompt
@@ -167,3 +171,152 @@ def test_make_run_says_a_bad_setting_in_one_line(env, message, tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), done.stderr
+
+
+class ReplyServer(LocalServer):
+    """Answers every POST 200 with the one JSON `body`, whatever the path: a server that speaks
+    neither embedding API as it should."""
+
+    def __init__(self, body: object):
+        class Handler(JsonHandler):
+            def do_POST(self):
+                self.read_json()
+                self.reply(200, body)
+
+        self.serve(Handler)
+
+
+OLLAMA_API = "does RAG_EMBED_URL point at an Ollama server (its /api/embed)?"
+OPENAI_API = "does RAG_EMBED_URL point at an OpenAI-compatible embeddings server (its /v1/embeddings)?"
+KNOWN = {"identity": {"digest": "d", "dim": 2}}  # as if learned before: only the embed request is made
+
+
+@pytest.mark.parametrize(
+    ("make", "body", "message"),
+    [
+        (
+            lambda url: OllamaEmbedder(url, "bge-m3", **FAST),
+            [[0.1, 0.2]],
+            f"the /api/show reply is not a JSON object; {OLLAMA_API}",
+        ),
+        (
+            lambda url: OllamaEmbedder(url, "bge-m3", **FAST, **KNOWN),
+            {"digest": "d", "model_info": {"m.embedding_length": 2}, "embeddings": [[0.1, 0.2], [0.3]]},
+            "the reply's vectors differ in length (1, 2 numbers); check the server and its model",
+        ),
+        (
+            lambda url: OllamaEmbedder(url, "bge-m3", **FAST, **KNOWN),
+            {"digest": "d", "model_info": {"m.embedding_length": 2}, "vectors": [[0.1, 0.2]]},
+            f"the reply has no `embeddings` list; {OLLAMA_API}",
+        ),
+        (
+            lambda url: OpenAIEmbedder(url, "e5-small", **FAST),
+            [{"embedding": [0.1, 0.2]}],
+            f"the reply is a JSON list, not an object with the `data` list; {OPENAI_API}",
+        ),
+        (
+            lambda url: OpenAIEmbedder(url, "e5-small", **FAST),
+            {"data": [{"index": 0, "vector": [0.1, 0.2]}]},
+            f"item 0 of the reply's `data` has no `embedding`; {OPENAI_API}",
+        ),
+        (
+            lambda url: OpenAIEmbedder(url, "e5-small", **FAST),
+            {"data": [{"index": 0, "embedding": [0.1, 0.2]}, {"index": 1, "embedding": [0.1]}]},
+            "the reply's vectors differ in length (1, 2 numbers); check the server and its model",
+        ),
+    ],
+)
+def test_an_embedding_reply_of_the_wrong_shape_names_the_server_and_model(make, body, message):
+    with ReplyServer(body) as server, pytest.raises(EmbeddingError) as error:
+        embedder = make(server.url)
+        embedder.embed(["one text", "another"], "passage")
+    assert str(error.value) == f"{embedder.where()}: {message}"
+    assert server.url in str(error.value) and embedder.model in str(error.value)
+
+
+def cli(module: str, args: list[str], env: dict[str, str], cwd) -> subprocess.CompletedProcess:
+    """A CLI of the project run as a user would, from `cwd`, with `env` over this environment."""
+    (cwd / "dagster_home").mkdir(exist_ok=True)
+    (cwd / "dagster_home" / "dagster.yaml").touch()
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=os.environ | {"DAGSTER_HOME": str(cwd / "dagster_home")} | env,
+        capture_output=True,
+        text=True,
+    )
+
+
+# each: the command, its arguments, the settings (relative paths: the command starts in tmp_path)
+# and the one line it must print, `{tmp}` standing for tmp_path
+BAD_SETTINGS = [
+    (
+        "rag_pipeline.run",
+        {"RAG_NOTES_REPO": "nope"},
+        "error: RAG_NOTES_REPO={tmp}/nope: no such directory; set it to a git repository's path or a git URL",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_NOTES_REPO": "plain"},
+        "error: RAG_NOTES_REPO={tmp}/plain: not a git repository (no .git); run `git init` and commit the "
+        "notes there, or set RAG_NOTES_REPO to a repository's path or URL",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_NOTES_REF": "nosuch"},
+        "error: RAG_NOTES_REF=nosuch: names no commit of {tmp}/notes; set it to a branch, tag or commit there",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_QUESTIONS": "missing.json"},
+        "error: {tmp}/missing.json: questions file not found; set RAG_QUESTIONS to your questions file",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_QUESTIONS": "plain"},
+        "error: {tmp}/plain: is a directory, not a questions file; set RAG_QUESTIONS to a JSON file",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_EMBED_TIMEOUT": "inf"},
+        "error: RAG_EMBED_TIMEOUT='inf' is not valid: expected seconds per request, > 0 (inf is not a finite "
+        "number)",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_REINDEX_CRON": "0 25 * * *"},
+        "error: RAG_REINDEX_CRON='0 25 * * *' is not valid: expected a cron expression (five fields: minute "
+        "hour day-of-month month day-of-week, e.g. '0 3 * * *')",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_REINDEX_TIMEZONE": "Mars/Base"},
+        "error: RAG_REINDEX_TIMEZONE='Mars/Base' is not valid: expected an IANA time zone (not in the time "
+        "zone database; e.g. UTC, Europe/Berlin, Asia/Tokyo)",
+    ),
+    (
+        "rag_pipeline.ask",
+        {"RAG_LLM_TIMEOUT": "inf"},
+        "error: RAG_LLM_TIMEOUT='inf' is not valid: expected seconds per request, > 0 (inf is not a finite "
+        "number)",
+    ),
+    ("rag_pipeline.ask --k 0", {}, "error: --k 0: ask for one passage or more (--k 1 or higher)"),
+    (
+        "rag_pipeline.release",
+        {"RAG_REINDEX_CRON": "daily"},
+        "error: RAG_REINDEX_CRON='daily' is not valid: expected a cron expression (five fields: minute hour "
+        "day-of-month month day-of-week, e.g. '0 3 * * *')",
+    ),
+]
+
+
+@pytest.mark.parametrize(("command", "env", "line"), BAD_SETTINGS)
+def test_a_bad_setting_or_source_is_one_line_and_exit_2(
+    command, env, line, notes_repo, questions_path, tmp_path
+):
+    (tmp_path / "plain").mkdir()
+    module, *args = command.split()
+    settings = {"RAG_NOTES_REPO": "notes", "RAG_QUESTIONS": "questions.json", "RAG_EMBEDDER": "hashing"}
+    done = cli(module, [*args, "question?"] if module.endswith("ask") else args, settings | env, tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == [line.format(tmp=tmp_path)]

@@ -286,8 +286,8 @@ class OpenAIEmbedder(HttpEmbedder):
     def probe(self) -> Identity:
         # the model the server says it serves names the build, unless the user gives a revision
         answer = self._request(["probe"], "passage")
-        served = self.model_revision or str(answer.get("model") or self.model)
-        return {"digest": served, "dim": int(self._vectors(answer).shape[1])}
+        dim = int(self._vectors(answer).shape[1])  # checks the reply's shape first
+        return {"digest": self.model_revision or str(answer.get("model") or self.model), "dim": dim}
 
     def _request(self, texts: list[str], kind: Kind) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "encoding_format": "float"}
