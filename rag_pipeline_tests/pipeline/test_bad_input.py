@@ -2,17 +2,21 @@
 store's variables, the setting. Against real servers on 127.0.0.1 (and a closed port)."""
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+from rag_pipeline import ask
 from rag_pipeline.lib.answers import LLMError, OllamaLLM, OpenAILLM, Unit, make_prompt
 from rag_pipeline.lib.core import StorageError, location, read_table, write_bytes
 from rag_pipeline.lib.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
-from rag_pipeline.settings import Settings, SettingsError
+from rag_pipeline.settings import PROJECT_ROOT, Settings, SettingsError
 from rag_pipeline_tests.fakes.json_server import JsonHandler, LocalServer, free_port
 from rag_pipeline_tests.fakes.llm import MODEL, FakeLLM
+from rag_pipeline_tests.fakes.ollama import FakeOllama, ollama_env
+from rag_pipeline_tests.support.runs import run_all
 
 PROMPT = make_prompt("1", "question?", [Unit("c1", "n", 0, 7, "passage")])
 FAST = {"timeout": 5.0, "max_retries": 2, "backoff": 0.01}
@@ -237,7 +241,9 @@ def test_an_embedding_reply_of_the_wrong_shape_names_the_server_and_model(make, 
 def cli(module: str, args: list[str], env: dict[str, str], cwd) -> subprocess.CompletedProcess:
     """A CLI of the project run as a user would, from `cwd`, with `env` over this environment."""
     (cwd / "dagster_home").mkdir(exist_ok=True)
-    (cwd / "dagster_home" / "dagster.yaml").touch()
+    (cwd / "dagster_home" / "dagster.yaml").write_text(  # as `make run` sets it up: runs start at once
+        "run_coordinator:\n  module: dagster.core.run_coordinator\n  class: DefaultRunCoordinator\n"
+    )
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=cwd,
@@ -320,3 +326,105 @@ def test_a_bad_setting_or_source_is_one_line_and_exit_2(
     done = cli(module, [*args, "question?"] if module.endswith("ask") else args, settings | env, tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip().splitlines() == [line.format(tmp=tmp_path)]
+
+
+BROKEN_CHUNKER = "def spans(text, sections):\n    return {}['heading']\n"
+WORKING_CHUNKER = "def spans(text, sections):\n    return [(0, len(text))]\n"
+
+
+@pytest.mark.slow
+def test_make_run_from_another_directory_with_relative_paths(notes_repo, questions_path, tmp_path):
+    """Every process of the run reads the paths as the start directory gives them; a step that fails
+    for the user's cause prints that cause as its one line, not Dagster's wrapper of it."""
+    (tmp_path / "chunkers.py").write_text(BROKEN_CHUNKER)
+    (tmp_path / "strategies.toml").write_text(
+        '[[strategy]]\nname = "whole"\nkind = "python"\ncallable = "chunkers:spans"\n'
+    )
+    env = {
+        "RAG_NOTES_REPO": "notes",
+        "RAG_QUESTIONS": "questions.json",
+        "RAG_DATA_DIR": "out",
+        "RAG_STRATEGY_FILE": "strategies.toml",
+        "RAG_STRATEGIES": "whole",
+        "RAG_RETRIEVERS": "dense",
+        "RAG_EMBEDDER": "hashing",
+        "PYTHONPATH": str(tmp_path),  # where the chunker module is
+    }
+    failed = cli("rag_pipeline.run", [], env, tmp_path)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    line = next(line for line in failed.stdout.splitlines() if "FAILED" in line)
+    assert re.fullmatch(
+        r"  FAILED  chunks_whole: strategy 'whole' \(python-v1:callable=chunkers:spans,version=src-\w+\), "
+        r"note '[\w-]+': the chunker raised KeyError: 'heading'; fix the function \(or the note\)",
+        line,
+    ), line
+
+    (tmp_path / "chunkers.py").write_text(WORKING_CHUNKER)
+    done = cli("rag_pipeline.run", [], env, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "release" / "current.json").exists()
+    assert not (PROJECT_ROOT / "out").exists()
+
+
+FILL_DISK = """
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from rag_pipeline.lib.core import DiskFullError, write_table
+
+disk = Path(sys.argv[1])
+try:
+    write_table(pa.table({"x": np.random.default_rng(0).random(100_000)}), disk / "reports" / "big.parquet")
+except DiskFullError as exc:
+    print(exc)
+print(sorted(str(p.relative_to(disk)) for p in disk.rglob("*")))
+"""
+
+
+def test_a_full_disk_names_the_file_and_leaves_nothing_half_written(tmp_path):
+    """A real full disk: a 64 kB tmpfs mounted in a mount namespace of the test's own."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount = f'mount -t tmpfs -o size=64k tmpfs "$1" || exit 77; exec "{sys.executable}" -c "$0" "$1"'
+    done = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", mount, FILL_DISK, str(disk)], capture_output=True, text=True
+    )
+    if done.returncode == 77:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    message, left = done.stdout.splitlines()
+    assert re.fullmatch(
+        re.escape(f"{disk}/reports/big.parquet: no space left on the device (")
+        + r"0\.\d MB free"
+        + re.escape(
+            "), nothing was half-written; free space on that disk, or set RAG_DATA_DIR to a directory on a "
+            "disk with room"
+        ),
+        message,
+    ), message
+    assert left == "['reports']"  # the folder made for it, and no file
+
+
+@pytest.mark.slow
+def test_ask_with_its_embedding_server_down_names_the_server(
+    notes_repo, questions_path, tmp_path, monkeypatch, capsys, caplog
+):
+    with FakeOllama() as server:
+        env = ollama_env(server, notes_repo, questions_path, tmp_path)
+        env |= {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense", "RAG_EMBED_RETRIES": "1"}
+        assert run_all(env).success
+    capsys.readouterr()  # the run's own log
+    for name, value in env.items():  # the server has stopped: its port is closed
+        monkeypatch.setenv(name, value)
+    assert ask.main(["デッドロック"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and re.fullmatch(
+        re.escape(f"error: ollama (model 'bge-m3') {server.url}/api/")
+        + r"\w+: cannot connect \(.*\), after 2 attempts; is the server running at that URL\?\n",
+        err,
+    ), err
+    waits = [r.getMessage() for r in caplog.records if r.name == "rag_pipeline.http"]
+    assert len(waits) == 1 and "waiting" in waits[0] and "then attempt 2 of 2" in waits[0], waits

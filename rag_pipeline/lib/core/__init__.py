@@ -9,6 +9,7 @@ from rag_pipeline.lib.core.locks import DirectoryLock
 from rag_pipeline.lib.core.segments import SegmentStore, text_hash, version_dir, version_key
 from rag_pipeline.lib.core.storage import (
     AnyPath,
+    DiskFullError,
     Location,
     StorageError,
     as_path,
@@ -36,6 +37,7 @@ __all__ = [
     "UNAUTHORIZED",
     "AnyPath",
     "DirectoryLock",
+    "DiskFullError",
     "JsonClient",
     "Location",
     "SegmentStore",

@@ -199,6 +199,10 @@ def parquet_file(path: AnyPath, **options) -> pq.ParquetFile:
     return pq.ParquetFile(path, **options)
 
 
+class DiskFullError(OSError):
+    """The disk filled up while an output was written; nothing of it was left behind."""
+
+
 @contextmanager
 def disk_space(path: Path) -> Iterator[None]:
     """A full disk while writing `path` as one line naming it and what to do; the caller has
@@ -209,11 +213,12 @@ def disk_space(path: Path) -> Iterator[None]:
         if exc.errno != errno.ENOSPC:
             raise
         free = shutil.disk_usage(path.parent).free if path.parent.exists() else 0
-        raise OSError(
-            errno.ENOSPC,
+        full = DiskFullError(
             f"{path}: no space left on the device ({free / 1e6:.1f} MB free), nothing was half-written; "
-            "free space on that disk, or set RAG_DATA_DIR to a directory on a disk with room",
-        ) from None
+            "free space on that disk, or set RAG_DATA_DIR to a directory on a disk with room"
+        )
+        full.errno = errno.ENOSPC
+        raise full from None
 
 
 def _atomic(path: AnyPath, write) -> None:
