@@ -16,7 +16,7 @@ from rag_pipeline.settings import PROJECT_ROOT, Settings, SettingsError
 from rag_pipeline_tests.fakes.json_server import JsonHandler, LocalServer, free_port
 from rag_pipeline_tests.fakes.llm import MODEL, FakeLLM
 from rag_pipeline_tests.fakes.ollama import FakeOllama, ollama_env
-from rag_pipeline_tests.support.runs import run_all
+from rag_pipeline_tests.support.runs import cli, run_all
 
 PROMPT = make_prompt("1", "question?", [Unit("c1", "n", 0, 7, "passage")])
 FAST = {"timeout": 5.0, "max_retries": 2, "backoff": 0.01}
@@ -159,12 +159,6 @@ def test_answer_runs_are_read_without_spaces_or_empty_items():
     ],
 )
 def test_make_run_says_a_bad_setting_in_one_line(env, message, tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from rag_pipeline.settings import PROJECT_ROOT
-
     done = subprocess.run(
         [sys.executable, "-m", "rag_pipeline.run"],
         cwd=PROJECT_ROOT,
@@ -175,82 +169,6 @@ def test_make_run_says_a_bad_setting_in_one_line(env, message, tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), done.stderr
-
-
-class ReplyServer(LocalServer):
-    """Answers every POST 200 with the one JSON `body`, whatever the path: a server that speaks
-    neither embedding API as it should."""
-
-    def __init__(self, body: object):
-        class Handler(JsonHandler):
-            def do_POST(self):
-                self.read_json()
-                self.reply(200, body)
-
-        self.serve(Handler)
-
-
-OLLAMA_API = "does RAG_EMBED_URL point at an Ollama server (its /api/embed)?"
-OPENAI_API = "does RAG_EMBED_URL point at an OpenAI-compatible embeddings server (its /v1/embeddings)?"
-KNOWN = {"identity": {"digest": "d", "dim": 2}}  # as if learned before: only the embed request is made
-
-
-@pytest.mark.parametrize(
-    ("make", "body", "message"),
-    [
-        (
-            lambda url: OllamaEmbedder(url, "bge-m3", **FAST),
-            [[0.1, 0.2]],
-            f"the /api/show reply is not a JSON object; {OLLAMA_API}",
-        ),
-        (
-            lambda url: OllamaEmbedder(url, "bge-m3", **FAST, **KNOWN),
-            {"digest": "d", "model_info": {"m.embedding_length": 2}, "embeddings": [[0.1, 0.2], [0.3]]},
-            "the reply's vectors differ in length (1, 2 numbers); check the server and its model",
-        ),
-        (
-            lambda url: OllamaEmbedder(url, "bge-m3", **FAST, **KNOWN),
-            {"digest": "d", "model_info": {"m.embedding_length": 2}, "vectors": [[0.1, 0.2]]},
-            f"the reply has no `embeddings` list; {OLLAMA_API}",
-        ),
-        (
-            lambda url: OpenAIEmbedder(url, "e5-small", **FAST),
-            [{"embedding": [0.1, 0.2]}],
-            f"the reply is a JSON list, not an object with the `data` list; {OPENAI_API}",
-        ),
-        (
-            lambda url: OpenAIEmbedder(url, "e5-small", **FAST),
-            {"data": [{"index": 0, "vector": [0.1, 0.2]}]},
-            f"item 0 of the reply's `data` has no `embedding`; {OPENAI_API}",
-        ),
-        (
-            lambda url: OpenAIEmbedder(url, "e5-small", **FAST),
-            {"data": [{"index": 0, "embedding": [0.1, 0.2]}, {"index": 1, "embedding": [0.1]}]},
-            "the reply's vectors differ in length (1, 2 numbers); check the server and its model",
-        ),
-    ],
-)
-def test_an_embedding_reply_of_the_wrong_shape_names_the_server_and_model(make, body, message):
-    with ReplyServer(body) as server, pytest.raises(EmbeddingError) as error:
-        embedder = make(server.url)
-        embedder.embed(["one text", "another"], "passage")
-    assert str(error.value) == f"{embedder.where()}: {message}"
-    assert server.url in str(error.value) and embedder.model in str(error.value)
-
-
-def cli(module: str, args: list[str], env: dict[str, str], cwd) -> subprocess.CompletedProcess:
-    """A CLI of the project run as a user would, from `cwd`, with `env` over this environment."""
-    (cwd / "dagster_home").mkdir(exist_ok=True)
-    (cwd / "dagster_home" / "dagster.yaml").write_text(  # as `make run` sets it up: runs start at once
-        "run_coordinator:\n  module: dagster.core.run_coordinator\n  class: DefaultRunCoordinator\n"
-    )
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=cwd,
-        env=os.environ | {"DAGSTER_HOME": str(cwd / "dagster_home")} | env,
-        capture_output=True,
-        text=True,
-    )
 
 
 # each: the command, its arguments, the settings (relative paths: the command starts in tmp_path)
@@ -326,86 +244,6 @@ def test_a_bad_setting_or_source_is_one_line_and_exit_2(
     done = cli(module, [*args, "question?"] if module.endswith("ask") else args, settings | env, tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip().splitlines() == [line.format(tmp=tmp_path)]
-
-
-BROKEN_CHUNKER = "def spans(text, sections):\n    return {}['heading']\n"
-WORKING_CHUNKER = "def spans(text, sections):\n    return [(0, len(text))]\n"
-
-
-@pytest.mark.slow
-def test_make_run_from_another_directory_with_relative_paths(notes_repo, questions_path, tmp_path):
-    """Every process of the run reads the paths as the start directory gives them; a step that fails
-    for the user's cause prints that cause as its one line, not Dagster's wrapper of it."""
-    (tmp_path / "chunkers.py").write_text(BROKEN_CHUNKER)
-    (tmp_path / "strategies.toml").write_text(
-        '[[strategy]]\nname = "whole"\nkind = "python"\ncallable = "chunkers:spans"\n'
-    )
-    env = {
-        "RAG_NOTES_REPO": "notes",
-        "RAG_QUESTIONS": "questions.json",
-        "RAG_DATA_DIR": "out",
-        "RAG_STRATEGY_FILE": "strategies.toml",
-        "RAG_STRATEGIES": "whole",
-        "RAG_RETRIEVERS": "dense",
-        "RAG_EMBEDDER": "hashing",
-        "PYTHONPATH": str(tmp_path),  # where the chunker module is
-    }
-    failed = cli("rag_pipeline.run", [], env, tmp_path)
-    assert failed.returncode == 1, failed.stdout + failed.stderr
-    line = next(line for line in failed.stdout.splitlines() if "FAILED" in line)
-    assert re.fullmatch(
-        r"  FAILED  chunks_whole: strategy 'whole' \(python-v1:callable=chunkers:spans,version=src-\w+\), "
-        r"note '[\w-]+': the chunker raised KeyError: 'heading'; fix the function \(or the note\)",
-        line,
-    ), line
-
-    (tmp_path / "chunkers.py").write_text(WORKING_CHUNKER)
-    done = cli("rag_pipeline.run", [], env, tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert (tmp_path / "out" / "release" / "current.json").exists()
-    assert not (PROJECT_ROOT / "out").exists()
-
-
-FILL_DISK = """
-import sys
-from pathlib import Path
-
-import numpy as np
-import pyarrow as pa
-
-from rag_pipeline.lib.core import DiskFullError, write_table
-
-disk = Path(sys.argv[1])
-try:
-    write_table(pa.table({"x": np.random.default_rng(0).random(100_000)}), disk / "reports" / "big.parquet")
-except DiskFullError as exc:
-    print(exc)
-print(sorted(str(p.relative_to(disk)) for p in disk.rglob("*")))
-"""
-
-
-def test_a_full_disk_names_the_file_and_leaves_nothing_half_written(tmp_path):
-    """A real full disk: a 64 kB tmpfs mounted in a mount namespace of the test's own."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mount = f'mount -t tmpfs -o size=64k tmpfs "$1" || exit 77; exec "{sys.executable}" -c "$0" "$1"'
-    done = subprocess.run(
-        ["unshare", "--mount", "sh", "-c", mount, FILL_DISK, str(disk)], capture_output=True, text=True
-    )
-    if done.returncode == 77:
-        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
-    assert done.returncode == 0, done.stderr
-    message, left = done.stdout.splitlines()
-    assert re.fullmatch(
-        re.escape(f"{disk}/reports/big.parquet: no space left on the device (")
-        + r"0\.\d MB free"
-        + re.escape(
-            "), nothing was half-written; free space on that disk, or set RAG_DATA_DIR to a directory on a "
-            "disk with room"
-        ),
-        message,
-    ), message
-    assert left == "['reports']"  # the folder made for it, and no file
 
 
 @pytest.mark.slow

@@ -5,11 +5,11 @@ from rag_pipeline.lib.core.access import UNAUTHORIZED, leaked_rows, may_read, re
 from rag_pipeline.lib.core.arrowfile import read_arrow, write_arrow
 from rag_pipeline.lib.core.http import JsonClient, ServerError, bearer, without_v1
 from rag_pipeline.lib.core.incremental import content_version, rebuild_by_note
+from rag_pipeline.lib.core.localfile import DiskFullError
 from rag_pipeline.lib.core.locks import DirectoryLock
 from rag_pipeline.lib.core.segments import SegmentStore, text_hash, version_dir, version_key
 from rag_pipeline.lib.core.storage import (
     AnyPath,
-    DiskFullError,
     Location,
     StorageError,
     as_path,

@@ -8,7 +8,6 @@ publishes the whole object at once, so it goes straight to its key.
 
 from __future__ import annotations
 
-import errno
 import fnmatch
 import os
 import shutil
@@ -23,6 +22,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+
+from rag_pipeline.lib.core.localfile import write_local
 
 
 def _endpoint() -> str:
@@ -199,46 +200,13 @@ def parquet_file(path: AnyPath, **options) -> pq.ParquetFile:
     return pq.ParquetFile(path, **options)
 
 
-class DiskFullError(OSError):
-    """The disk filled up while an output was written; nothing of it was left behind."""
-
-
-@contextmanager
-def disk_space(path: Path) -> Iterator[None]:
-    """A full disk while writing `path` as one line naming it and what to do; the caller has
-    removed what it wrote, so the line can say nothing was half-written."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.errno != errno.ENOSPC:
-            raise
-        free = shutil.disk_usage(path.parent).free if path.parent.exists() else 0
-        full = DiskFullError(
-            f"{path}: no space left on the device ({free / 1e6:.1f} MB free), nothing was half-written; "
-            "free space on that disk, or set RAG_DATA_DIR to a directory on a disk with room"
-        )
-        full.errno = errno.ENOSPC
-        raise full from None
-
-
 def _atomic(path: AnyPath, write) -> None:
     if isinstance(path, Location):
         # the object appears when the upload completes
         with object_store(path), path.fs.open_output_stream(path.key) as stream:
             write(stream)
         return
-    path = Path(path)
-    with disk_space(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            write(tmp)
-            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide outputs from other readers
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    write_local(Path(path), write)
 
 
 def write_table(table: pa.Table, path: str | AnyPath, **options) -> None:

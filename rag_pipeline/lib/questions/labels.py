@@ -135,26 +135,19 @@ def parse_questions(items: object, source: str) -> list[Question]:
 
 
 def questions_bytes(path: str | Path) -> bytes:
-    """The questions file's bytes; a path that is missing or not a file is one line saying so."""
+    """The questions file's bytes; a path that is missing or a directory is one line saying so."""
     try:
         return Path(path).read_bytes()
     except FileNotFoundError:
-        raise QuestionsError(
-            f"{path}: questions file not found; set RAG_QUESTIONS to your questions file"
-        ) from None
+        problem = "questions file not found; set RAG_QUESTIONS to your questions file"
     except IsADirectoryError:
-        raise QuestionsError(
-            f"{path}: is a directory, not a questions file; set RAG_QUESTIONS to a JSON file"
-        ) from None
-    except OSError as exc:
-        raise QuestionsError(f"{path}: cannot read the questions file: {exc.strerror}") from None
+        problem = "is a directory, not a questions file; set RAG_QUESTIONS to a JSON file"
+    raise QuestionsError(f"{path}: {problem}")
 
 
 def load_questions(path: str | Path) -> list[Question]:
     try:
         items = json.loads(questions_bytes(path).decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise QuestionsError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise QuestionsError(
             f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
