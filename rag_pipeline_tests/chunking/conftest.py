@@ -20,6 +20,10 @@ def bad(text, sections):
     return SPANS
 
 
+def broken(text, sections):
+    return {"level": 2}["heading"]
+
+
 SPANS = []
 NOT_A_FUNCTION = 3
 '''

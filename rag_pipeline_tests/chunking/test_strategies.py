@@ -169,6 +169,9 @@ A = '[[strategy]]\nname = "a"\n'  # the start of an entry named `a`
         ([(4, 4)], r"span \(4, 4\) is empty"),
         ([(0.0, 4)], r"span \(0.0, 4\) is not a \(start, end\) pair of integers"),
         ([(0, 4, 5)], r"span \(0, 4, 5\) is not a \(start, end\) pair"),
+        (None, r"the chunker returned a NoneType, not a list of \(start, end\) pairs$"),
+        (((0, 4),), r"the chunker returned a tuple, not a list of \(start, end\) pairs$"),
+        ({"start": 0}, r"the chunker returned a dict, not a list of \(start, end\) pairs$"),
     ],
 )
 def test_a_python_chunker_returning_a_bad_span_fails_naming_strategy_and_note(
@@ -182,6 +185,17 @@ def test_a_python_chunker_returning_a_bad_span_fails_naming_strategy_and_note(
     ) as err:
         rows_of(strategy, note="n/x")
     assert isinstance(err.value, ValueError)
+
+
+def test_a_python_chunker_that_raises_fails_naming_strategy_and_note(tmp_path, chunkers):
+    path = write(tmp_path, A + 'kind = "python"\ncallable = "my_chunkers:broken"\nversion = "1"')
+    (strategy,) = load_strategies("a", path)
+    with pytest.raises(ChunkSpanError) as err:
+        rows_of(strategy, note="n/x")
+    assert str(err.value) == (
+        "strategy 'a' (python-v1:callable=my_chunkers:broken,version=1), note 'n/x': the chunker raised "
+        "KeyError: 'heading'; fix the function (or the note)"
+    )
 
 
 def embedded(result: dg.ExecuteInProcessResult) -> dict[str, int]:

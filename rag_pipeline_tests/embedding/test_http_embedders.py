@@ -133,7 +133,9 @@ def test_missing_model_says_to_pull_it():
 
 def test_connection_refused_is_a_clear_error():
     url = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(EmbeddingError, match=r"cannot connect .*is the server running\?, after 2 attempts"):
+    with pytest.raises(
+        EmbeddingError, match=r"cannot connect .*, after 2 attempts; is the server running at that URL\?"
+    ):
         OllamaEmbedder(url, "bge-m3", max_retries=1, backoff=0.01).identity()
 
 

@@ -1,14 +1,22 @@
 """Errors a user can cause are one line naming what to fix: the server (URL and model), the object
 store's variables, the setting. Against real servers on 127.0.0.1 (and a closed port)."""
 
+import os
+import re
+import subprocess
+import sys
+
 import pytest
 
+from rag_pipeline import ask
 from rag_pipeline.lib.answers import LLMError, OllamaLLM, OpenAILLM, Unit, make_prompt
 from rag_pipeline.lib.core import StorageError, location, read_table, write_bytes
 from rag_pipeline.lib.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
-from rag_pipeline.settings import Settings, SettingsError
+from rag_pipeline.settings import PROJECT_ROOT, Settings, SettingsError
 from rag_pipeline_tests.fakes.json_server import JsonHandler, LocalServer, free_port
 from rag_pipeline_tests.fakes.llm import MODEL, FakeLLM
+from rag_pipeline_tests.fakes.ollama import FakeOllama, ollama_env
+from rag_pipeline_tests.support.runs import cli, run_all
 
 PROMPT = make_prompt("1", "question?", [Unit("c1", "n", 0, 7, "passage")])
 FAST = {"timeout": 5.0, "max_retries": 2, "backoff": 0.01}
@@ -151,12 +159,6 @@ def test_answer_runs_are_read_without_spaces_or_empty_items():
     ],
 )
 def test_make_run_says_a_bad_setting_in_one_line(env, message, tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from rag_pipeline.settings import PROJECT_ROOT
-
     done = subprocess.run(
         [sys.executable, "-m", "rag_pipeline.run"],
         cwd=PROJECT_ROOT,
@@ -167,3 +169,100 @@ def test_make_run_says_a_bad_setting_in_one_line(env, message, tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), done.stderr
+
+
+# each: the command, its arguments, the settings (relative paths: the command starts in tmp_path)
+# and the one line it must print, `{tmp}` standing for tmp_path
+BAD_SETTINGS = [
+    (
+        "rag_pipeline.run",
+        {"RAG_NOTES_REPO": "nope"},
+        "error: RAG_NOTES_REPO={tmp}/nope: no such directory; set it to a git repository's path or a git URL",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_NOTES_REPO": "plain"},
+        "error: RAG_NOTES_REPO={tmp}/plain: not a git repository (no .git); run `git init` and commit the "
+        "notes there, or set RAG_NOTES_REPO to a repository's path or URL",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_NOTES_REF": "nosuch"},
+        "error: RAG_NOTES_REF=nosuch: names no commit of {tmp}/notes; set it to a branch, tag or commit there",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_QUESTIONS": "missing.json"},
+        "error: {tmp}/missing.json: questions file not found; set RAG_QUESTIONS to your questions file",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_QUESTIONS": "plain"},
+        "error: {tmp}/plain: is a directory, not a questions file; set RAG_QUESTIONS to a JSON file",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_EMBED_TIMEOUT": "inf"},
+        "error: RAG_EMBED_TIMEOUT='inf' is not valid: expected seconds per request, > 0 (inf is not a finite "
+        "number)",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_REINDEX_CRON": "0 25 * * *"},
+        "error: RAG_REINDEX_CRON='0 25 * * *' is not valid: expected a cron expression (five fields: minute "
+        "hour day-of-month month day-of-week, e.g. '0 3 * * *')",
+    ),
+    (
+        "rag_pipeline.run",
+        {"RAG_REINDEX_TIMEZONE": "Mars/Base"},
+        "error: RAG_REINDEX_TIMEZONE='Mars/Base' is not valid: expected an IANA time zone (not in the time "
+        "zone database; e.g. UTC, Europe/Berlin, Asia/Tokyo)",
+    ),
+    (
+        "rag_pipeline.ask",
+        {"RAG_LLM_TIMEOUT": "inf"},
+        "error: RAG_LLM_TIMEOUT='inf' is not valid: expected seconds per request, > 0 (inf is not a finite "
+        "number)",
+    ),
+    ("rag_pipeline.ask --k 0", {}, "error: --k 0: ask for one passage or more (--k 1 or higher)"),
+    (
+        "rag_pipeline.release",
+        {"RAG_REINDEX_CRON": "daily"},
+        "error: RAG_REINDEX_CRON='daily' is not valid: expected a cron expression (five fields: minute hour "
+        "day-of-month month day-of-week, e.g. '0 3 * * *')",
+    ),
+]
+
+
+@pytest.mark.parametrize(("command", "env", "line"), BAD_SETTINGS)
+def test_a_bad_setting_or_source_is_one_line_and_exit_2(
+    command, env, line, notes_repo, questions_path, tmp_path
+):
+    (tmp_path / "plain").mkdir()
+    module, *args = command.split()
+    settings = {"RAG_NOTES_REPO": "notes", "RAG_QUESTIONS": "questions.json", "RAG_EMBEDDER": "hashing"}
+    done = cli(module, [*args, "question?"] if module.endswith("ask") else args, settings | env, tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == [line.format(tmp=tmp_path)]
+
+
+@pytest.mark.slow
+def test_ask_with_its_embedding_server_down_names_the_server(
+    notes_repo, questions_path, tmp_path, monkeypatch, capsys, caplog
+):
+    with FakeOllama() as server:
+        env = ollama_env(server, notes_repo, questions_path, tmp_path)
+        env |= {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense", "RAG_EMBED_RETRIES": "1"}
+        assert run_all(env).success
+    capsys.readouterr()  # the run's own log
+    for name, value in env.items():  # the server has stopped: its port is closed
+        monkeypatch.setenv(name, value)
+    assert ask.main(["デッドロック"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and re.fullmatch(
+        re.escape(f"error: ollama (model 'bge-m3') {server.url}/api/")
+        + r"\w+: cannot connect \(.*\), after 2 attempts; is the server running at that URL\?\n",
+        err,
+    ), err
+    waits = [r.getMessage() for r in caplog.records if r.name == "rag_pipeline.http"]
+    assert len(waits) == 1 and "waiting" in waits[0] and "then attempt 2 of 2" in waits[0], waits

@@ -34,7 +34,7 @@ def test_reads_notes_from_the_commit_tree_not_the_checkout(notes_repo):
 
 
 def test_bad_ref_and_duplicate_slug_are_named(notes_repo):
-    with pytest.raises(NotesSourceError, match="ref 'nope' does not name a commit"):
+    with pytest.raises(NotesSourceError, match="RAG_NOTES_REF=nope: names no commit of "):
         resolve_commit(notes_repo, "nope")
     sha = commit_files(notes_repo, {"content/notes/other/deadlock/index.md": "x"}, "dup")
     with pytest.raises(NotesSourceError, match="note id 'deadlock' is used by two files"):

@@ -1,4 +1,10 @@
-"""Running the project's Definitions in this process: materialize, or take the `make run` path."""
+"""Running the project's Definitions in this process (materialize, or take the `make run` path), or
+its CLIs in a process of their own."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 
 def project_definitions(env: dict[str, str]):
@@ -59,3 +65,18 @@ def materialization_metadata(result, asset: str) -> dict:
         if mat.asset_key.to_user_string() == asset:
             return {k: v.value for k, v in mat.metadata.items()}
     raise KeyError(asset)
+
+
+def cli(module: str, args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    """A CLI of the project run as a user would, from `cwd`, with `env` over this environment."""
+    (cwd / "dagster_home").mkdir(exist_ok=True)
+    (cwd / "dagster_home" / "dagster.yaml").write_text(  # as `make run` sets it up: runs start at once
+        "run_coordinator:\n  module: dagster.core.run_coordinator\n  class: DefaultRunCoordinator\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=os.environ | {"DAGSTER_HOME": str(cwd / "dagster_home")} | env,
+        capture_output=True,
+        text=True,
+    )

@@ -13,7 +13,7 @@ from pydantic import PrivateAttr
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.lib.core import AnyPath, DirectoryLock, Location, location, read_frame, write_frame
-from rag_pipeline.lib.questions import Question, QuestionsError, load_questions
+from rag_pipeline.lib.questions import Question, load_questions, questions_bytes
 from rag_pipeline.lib.sources import (
     SourceNote,
     ensure_repository,
@@ -131,10 +131,7 @@ class QuestionsFile(FromSettings):
 
     def sha256(self) -> str:
         """The file's content hash: the data version of the `questions_file` observation."""
-        try:
-            return hashlib.sha256(Path(self.path).read_bytes()).hexdigest()
-        except FileNotFoundError:
-            raise QuestionsError(f"{self.path}: questions file not found") from None
+        return hashlib.sha256(questions_bytes(self.path)).hexdigest()
 
     def version(self) -> str:
         return config_digest(self.invalid)

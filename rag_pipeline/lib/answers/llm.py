@@ -89,7 +89,13 @@ class ChatLLM(LLM):
         """`client`: JsonClient's timeout, max_retries, backoff and headers."""
         self.url, self.model, self.sampling = url.rstrip("/"), model, sampling
         self.concurrency = max(1, concurrency)
-        self.http = JsonClient(url, f"{self.backend} model {model!r}", connections=self.concurrency, **client)
+        self.http = JsonClient(
+            url,
+            f"{self.backend} model {model!r}",
+            connections=self.concurrency,
+            timeout_var="RAG_LLM_TIMEOUT",
+            **client,
+        )
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
         try:

@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import operator
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -197,19 +197,31 @@ STRATEGIES: dict[str, Strategy] = {
 }
 
 
-def checked_spans(strategy: Strategy, note: str, text: str, spans: Iterable) -> list[Span]:
-    """The spans as integer pairs; a span that is not a non-empty piece of the text is an error,
-    since a chunker written elsewhere (`python` strategies) can return anything."""
+def checked_spans(strategy: Strategy, note: str, text: str, sections: list[Section]) -> list[Span]:
+    """The strategy's spans of the note as integer pairs. A chunker written elsewhere (`python`
+    strategies) can do anything: one that raises, returns anything but a list, or a span that is not
+    a non-empty piece of the text, is an error naming the strategy and the note."""
+    where = f"strategy {strategy.name!r} ({strategy.version}), note {note!r}"
+    try:
+        spans = strategy.spans(text, sections)
+    except Exception as exc:
+        detail = " ".join(str(exc).split())[:200]  # one line, whatever the function's message
+        raise ChunkSpanError(
+            f"{where}: the chunker raised {type(exc).__name__}: {detail}; fix the function (or the note)"
+        ) from exc
+    if not isinstance(spans, list):
+        raise ChunkSpanError(
+            f"{where}: the chunker returned a {type(spans).__name__}, not a list of (start, end) pairs"
+        )
     checked = []
     for span in spans:
-        where = f"strategy {strategy.name!r} ({strategy.version}), note {note!r}: span {span!r}"
         try:
             start, end = map(operator.index, span)
         except (TypeError, ValueError):
-            raise ChunkSpanError(f"{where} is not a (start, end) pair of integers") from None
+            raise ChunkSpanError(f"{where}: span {span!r} is not a (start, end) pair of integers") from None
         if not 0 <= start < end <= len(text):
             why = "is empty" if start == end else "is inverted" if start > end else "lies outside"
-            raise ChunkSpanError(f"{where} {why}; the note's cleaned text is [0, {len(text)})")
+            raise ChunkSpanError(f"{where}: span {span!r} {why}; the note's cleaned text is [0, {len(text)})")
         checked.append((start, end))
     return checked
 
@@ -232,7 +244,7 @@ def chunk_note(
     """Chunk rows for one note; whitespace-only spans are dropped, so no chunk is empty."""
     parents = top_sections(sections) or sections
     rows = []
-    for start, end in checked_spans(strategy, note, text, strategy.spans(text, sections)):
+    for start, end in checked_spans(strategy, note, text, sections):
         piece = text[start:end]
         if not piece.strip():
             continue

@@ -12,6 +12,7 @@ from rag_pipeline.lib.core.access import (
 from rag_pipeline.lib.core.arrowfile import read_arrow, write_arrow
 from rag_pipeline.lib.core.http import JsonClient, ServerError, bearer, without_v1
 from rag_pipeline.lib.core.incremental import content_version, rebuild_by_note
+from rag_pipeline.lib.core.localfile import DiskFullError
 from rag_pipeline.lib.core.locks import DirectoryLock
 from rag_pipeline.lib.core.names import closest, edit_distance, fold
 from rag_pipeline.lib.core.segments import SegmentStore, text_hash, version_dir, version_key
@@ -44,6 +45,7 @@ __all__ = [
     "UNAUTHORIZED",
     "AnyPath",
     "DirectoryLock",
+    "DiskFullError",
     "JsonClient",
     "Location",
     "SegmentStore",

@@ -2,7 +2,9 @@
 
 Timeouts, connection errors, 408, 429 and 5xx are retried (tenacity) with exponential backoff and
 full jitter, or after the server's `Retry-After` on 429 and 503; any other 4xx fails at once with
-the server's own message. `timeout` bounds each request as a whole, not each read (see
+the server's own message. A call's budget is timeout x attempts: a `Retry-After` longer than what
+is left of it fails the call at once, naming the wait asked for, and every wait is logged with its
+server, reason and length. `timeout` bounds each request as a whole, not each read (see
 deadline.py), so a server that never answers, or answers a byte at a time, fails the call within
 about (retries + 1) x timeout plus the backoff; while a request is outstanding a line is logged
 every `heartbeat_s`. A reply that is not JSON is an error naming the URL, never a bare decode error.
@@ -26,7 +28,6 @@ import tenacity
 from rag_pipeline.lib.core.deadline import DeadlineTransport, within
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
-MAX_RETRY_AFTER_S = 120.0  # a server asking for longer is not waited for beyond this
 
 log = logging.getLogger("rag_pipeline.http")
 
@@ -34,14 +35,25 @@ log = logging.getLogger("rag_pipeline.http")
 class ServerError(RuntimeError):
     """The server could not be reached or refused the request; `status` is its HTTP status, if any."""
 
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
+    def __init__(
+        self, message: str, status: int | None = None, retry_after: float | None = None, hint: str = ""
+    ):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.hint = hint  # what to do, said once the retries are spent
 
     @property
     def retryable(self) -> bool:
         return self.status is None or self.status in RETRY_STATUS
+
+
+class WaitTooLong(ServerError):
+    """The server asked to be retried later than the call's budget allows: waiting is pointless."""
+
+    @property
+    def retryable(self) -> bool:
+        return False
 
 
 @contextmanager
@@ -95,8 +107,11 @@ class JsonClient:
         headers: dict[str, str] | None = None,
         connections: int = 1,
         heartbeat_s: float = 10.0,
+        timeout_var: str = "the timeout",
     ):
+        """`timeout_var` names the variable that sets `timeout`, for the error a too-long wait gives."""
         self.url = url.rstrip("/")
+        self.timeout_var = timeout_var
         self.name = name
         self.timeout = timeout
         self.max_retries = max_retries
@@ -113,19 +128,36 @@ class JsonClient:
     def _wait(self, state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, ServerError) and exc.retry_after is not None:
-            return min(exc.retry_after, MAX_RETRY_AFTER_S)
+            return exc.retry_after
         return self._jitter(state)
 
-    def _post_once(self, url: str, body: dict[str, Any]) -> Any:
+    def _waiting(self, state: tenacity.RetryCallState) -> None:
+        """One line per wait: the server, why, and for how long."""
+        exc = state.outcome.exception() if state.outcome else None
+        asked = isinstance(exc, ServerError) and exc.retry_after is not None
+        why = "as the server asked (Retry-After)" if asked else "(backoff)"
+        seconds = state.next_action.sleep if state.next_action else 0.0
+        log.warning(
+            f"{exc}; waiting {seconds:.1f} s {why}, then attempt "
+            f"{state.attempt_number + 1} of {self.max_retries + 1}"
+        )
+
+    def _budget_left(self, started: float) -> float:
+        return self.timeout * (self.max_retries + 1) - (time.monotonic() - started)
+
+    def _post_once(self, url: str, body: dict[str, Any], started: float) -> Any:
         try:
             with heartbeat(f"{self.name} {url}", self.heartbeat_s), within(self.timeout):
                 response = self.client.post(url, json=body)
         except httpx.TimeoutException as exc:
             raise ServerError(
-                f"{self.name} {url}: timed out after {self.timeout:g} s ({exc.__class__.__name__})"
+                f"{self.name} {url}: timed out after {self.timeout:g} s ({exc.__class__.__name__})",
+                hint=f"is the server overloaded? raise {self.timeout_var} if it is just slow",
             ) from exc
         except httpx.TransportError as exc:
-            raise ServerError(f"{self.name} {url}: cannot connect ({exc}); is the server running?") from exc
+            raise ServerError(
+                f"{self.name} {url}: cannot connect ({exc})", hint="is the server running at that URL?"
+            ) from exc
         status = response.status_code
         if status < 400:
             try:
@@ -137,6 +169,15 @@ class JsonClient:
                     status,
                 ) from None
         wait = retry_after_seconds(response.headers.get("retry-after")) if status in (429, 503) else None
+        left = self._budget_left(started)
+        if wait is not None and wait > left and self.max_retries:
+            raise WaitTooLong(
+                f"{self.name} {url}: HTTP {status}, asked to retry after {wait:.0f} s, more than the "
+                f"{max(left, 0):.0f} s left of {self.timeout_var} x attempts ({self.timeout:g} s x "
+                f"{self.max_retries + 1}); raise {self.timeout_var} or try later",
+                status,
+                wait,
+            )
         raise ServerError(f"{self.name} {url}: HTTP {status}: {server_message(response)}", status, wait)
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
@@ -145,16 +186,17 @@ class JsonClient:
             stop=tenacity.stop_after_attempt(self.max_retries + 1),
             wait=self._wait,
             retry=tenacity.retry_if_exception(lambda e: isinstance(e, ServerError) and e.retryable),
-            before_sleep=lambda s: log.warning(f"{s.outcome.exception()}; retry {s.attempt_number}"),
+            before_sleep=self._waiting,
             reraise=True,
         )
         try:
-            return retrying(self._post_once, url, body)
+            return retrying(self._post_once, url, body, time.monotonic())
         except ServerError as exc:
             if not exc.retryable:
                 raise
             attempts = retrying.statistics.get("attempt_number", 1)
-            raise ServerError(f"{exc}, after {attempts} attempts", exc.status) from exc
+            hint = f"; {exc.hint}" if exc.hint else ""
+            raise ServerError(f"{exc}, after {attempts} attempts{hint}", exc.status) from exc
 
 
 def without_v1(url: str) -> str:

@@ -23,6 +23,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from rag_pipeline.lib.core.localfile import write_local
+
 
 def _endpoint() -> str:
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
@@ -204,17 +206,7 @@ def _atomic(path: AnyPath, write) -> None:
         with object_store(path), path.fs.open_output_stream(path.key) as stream:
             write(stream)
         return
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide outputs from other readers
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_local(Path(path), write)
 
 
 def write_table(table: pa.Table, path: str | AnyPath, **options) -> None:

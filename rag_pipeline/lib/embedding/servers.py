@@ -23,6 +23,7 @@ import numpy as np
 
 from rag_pipeline.lib.core import JsonClient, ServerError, bearer, without_v1
 from rag_pipeline.lib.embedding.embedders import BatchDone, Embedder, EmbeddingError, Kind, bad_rows
+from rag_pipeline.lib.embedding.replies import OLLAMA_API, OPENAI_API, reply_list, vector_matrix
 
 Identity = dict[str, Any]  # {"digest": str, "dim": int}
 
@@ -59,7 +60,13 @@ class HttpEmbedder(Embedder):
         self.query_prefix = default_q if query_prefix is None else query_prefix
         self.passage_prefix = default_p if passage_prefix is None else passage_prefix
         self.servers = [
-            JsonClient(u, f"{self.backend} (model {model!r})", connections=max(1, concurrency), **client)
+            JsonClient(
+                u,
+                f"{self.backend} (model {model!r})",
+                connections=max(1, concurrency),
+                timeout_var="RAG_EMBED_TIMEOUT",
+                **client,
+            )
             for u in urls
         ]
         self.concurrency = max(1, concurrency) * len(urls)
@@ -179,6 +186,10 @@ class OllamaEmbedder(HttpEmbedder):
 
     def probe(self) -> Identity:
         show = self.post("/api/show", {"model": self.model})
+        if not isinstance(show, dict):
+            raise EmbeddingError(
+                f"{self.where()}: the /api/show reply is not a JSON object; does RAG_EMBED_URL point at {OLLAMA_API}?"
+            )
         info = show.get("model_info") or {}
         digest = (
             show.get("digest")
@@ -206,10 +217,8 @@ class OllamaEmbedder(HttpEmbedder):
             "truncate": False,
             "options": {"num_ctx": self.num_ctx},
         }
-        vectors = self.post("/api/embed", body).get("embeddings")
-        if not isinstance(vectors, list):
-            raise EmbeddingError(f"ollama {self.url}: answer has no `embeddings` list")
-        return np.array(vectors, dtype=np.float32) if vectors else np.zeros((0, 0), np.float32)
+        vectors = reply_list(self.post("/api/embed", body), "embeddings", self.where(), OLLAMA_API)
+        return vector_matrix(vectors, self.where())
 
 
 class OpenAIEmbedder(HttpEmbedder):
@@ -243,8 +252,8 @@ class OpenAIEmbedder(HttpEmbedder):
     def probe(self) -> Identity:
         # the model the server says it serves names the build, unless the user gives a revision
         answer = self._request(["probe"], "passage")
-        served = self.model_revision or str(answer.get("model") or self.model)
-        return {"digest": served, "dim": int(self._vectors(answer).shape[1])}
+        dim = int(self._vectors(answer).shape[1])  # checks the reply's shape first
+        return {"digest": self.model_revision or str(answer.get("model") or self.model), "dim": dim}
 
     def _request(self, texts: list[str], kind: Kind) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "encoding_format": "float"}
@@ -256,16 +265,16 @@ class OpenAIEmbedder(HttpEmbedder):
             body["dimensions"] = self.dimensions
         return self.post("/v1/embeddings", body)
 
-    def _vectors(self, answer: dict[str, Any]) -> np.ndarray:
-        data = answer.get("data")
-        if not isinstance(data, list):
-            raise EmbeddingError(f"{self.where()}: answer has no `data` list")
+    def _vectors(self, answer: Any) -> np.ndarray:
+        data = reply_list(answer, "data", self.where(), OPENAI_API)
+        for i, item in enumerate(data):
+            if not isinstance(item, dict) or "embedding" not in item:
+                raise EmbeddingError(
+                    f"{self.where()}: item {i} of the reply's `data` has no `embedding`; does "
+                    f"RAG_EMBED_URL point at {OPENAI_API}?"
+                )
         rows = sorted(data, key=lambda d: d.get("index", 0))
-        return (
-            np.array([d["embedding"] for d in rows], dtype=np.float32)
-            if rows
-            else np.zeros((0, 0), np.float32)
-        )
+        return vector_matrix([d["embedding"] for d in rows], self.where())
 
     def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
         return self._vectors(self._request(texts, kind))

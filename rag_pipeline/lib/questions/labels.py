@@ -142,12 +142,20 @@ def parse_questions(items: object, source: str) -> list[Question]:
     return questions
 
 
-def load_questions(path: str | Path) -> list[Question]:
-    path = Path(path)
+def questions_bytes(path: str | Path) -> bytes:
+    """The questions file's bytes; a path that is missing or a directory is one line saying so."""
     try:
-        items = json.loads(path.read_text(encoding="utf-8"))
+        return Path(path).read_bytes()
     except FileNotFoundError:
-        raise QuestionsError(f"{path}: questions file not found") from None
+        problem = "questions file not found; set RAG_QUESTIONS to your questions file"
+    except IsADirectoryError:
+        problem = "is a directory, not a questions file; set RAG_QUESTIONS to a JSON file"
+    raise QuestionsError(f"{path}: {problem}")
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    try:
+        items = json.loads(questions_bytes(path).decode("utf-8"))
     except json.JSONDecodeError as exc:
         raise QuestionsError(
             f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"

@@ -150,16 +150,34 @@ def note_id(path: str) -> str:
     return p.parent.name if p.stem in ("index", "_index") and p.parent.name else p.stem
 
 
+# a URL (`https://...`, `ssh://...`) or git's scp-like `user@host:path`; anything else is a local path
+_REMOTE = re.compile(r"[a-z][a-z0-9+.-]*://|[^/:]+@[^/:]+:", re.IGNORECASE)
+
+
+def is_remote(location: str) -> bool:
+    """Whether a repository `location` is a git URL rather than a local path."""
+    return bool(_REMOTE.match(location.strip()))
+
+
 def open_repository(location: str, cache_dir: Path) -> git.Repo:
     """A local repository as it is, or a bare mirror of a URL kept under `cache_dir` and fetched.
 
     A mirror that cannot be opened or fetched (a clone killed half-way) is cloned again beside
     it and swapped in, so a broken mirror never fails every later run."""
-    if Path(location).expanduser().exists():
+    if not is_remote(location):
+        path = Path(location).expanduser()
+        if not path.is_dir():
+            what = "is a file, not a directory" if path.exists() else "no such directory"
+            raise NotesSourceError(
+                f"RAG_NOTES_REPO={location}: {what}; set it to a git repository's path or a git URL"
+            )
         try:
-            return git.Repo(Path(location).expanduser())
+            return git.Repo(path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-            raise NotesSourceError(f"{location}: not a git repository") from exc
+            raise NotesSourceError(
+                f"RAG_NOTES_REPO={location}: not a git repository (no .git); run `git init` and commit "
+                "the notes there, or set RAG_NOTES_REPO to a repository's path or URL"
+            ) from exc
     mirror = cache_dir / hashlib.sha256(location.encode()).hexdigest()[:16]
     if mirror.exists():
         try:
@@ -189,8 +207,11 @@ def _clone_mirror(location: str, mirror: Path) -> git.Repo:
 def resolve_commit(repo: git.Repo, ref: str) -> git.Commit:
     try:
         return repo.commit(ref)
-    except (git.BadName, ValueError) as exc:
-        raise NotesSourceError(f"{repo.git_dir}: ref {ref!r} does not name a commit") from exc
+    except (git.BadName, git.BadObject, ValueError) as exc:
+        where = repo.working_tree_dir or repo.git_dir
+        raise NotesSourceError(
+            f"RAG_NOTES_REF={ref}: names no commit of {where}; set it to a branch, tag or commit there"
+        ) from exc
 
 
 def note_entries(commit: git.Commit, glob: str, exclude: Sequence[str]) -> list[tuple[str, str]]:
