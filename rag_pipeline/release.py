@@ -1,17 +1,31 @@
 """`python -m rag_pipeline.release`: the live release (commit, run, recall, when) and the last
 decision with its reasons. Exits 1 when the last decision was a rejection, 2 when nothing was
-decided yet, so CI can gate on it."""
+decided yet or `release/current.json` is damaged, so CI can gate on it."""
 
 import os
 import sys
 
 from rag_pipeline.lib.core import location
-from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, read_current, read_history
+from rag_pipeline.lib.release import (
+    REJECTED,
+    RELEASE_DIR,
+    ReleaseError,
+    live_tables,
+    read_current,
+    read_history,
+)
 from rag_pipeline.settings import DEFAULT_DATA_DIR
 
 
-def release_dir():
-    return location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR)) / RELEASE_DIR
+def data_dir():
+    return location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR))
+
+
+def live_release(data) -> dict | None:
+    """`current.json`, every table version it names checked to exist (`ReleaseError` otherwise)."""
+    current = read_current(data / RELEASE_DIR)
+    live_tables(data, current)
+    return current
 
 
 def live_line(current: dict | None) -> str:
@@ -37,12 +51,20 @@ def decision_lines(history) -> list[str]:
 
 
 def main() -> int:
-    where = release_dir()
-    history = read_history(where)
+    data = data_dir()
+    history = read_history(data / RELEASE_DIR)
     if not len(history):
-        print(f"{where}: no release decision yet; materialize `release` (make run) first", file=sys.stderr)
+        print(
+            f"{data / RELEASE_DIR}: no release decision yet; materialize `release` (make run) first",
+            file=sys.stderr,
+        )
         return 2
-    print(live_line(read_current(where)))
+    try:
+        current = live_release(data)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(live_line(current))
     print("\n".join(decision_lines(history)))
     return 1 if history.iloc[-1]["decision"] == REJECTED else 0
 

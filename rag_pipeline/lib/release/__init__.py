@@ -16,12 +16,14 @@ from rag_pipeline.lib.release.ledger import (
     HISTORY,
     QUESTIONS,
     RELEASE_DIR,
+    ReleaseError,
     append_history,
     read_current,
     read_history,
     read_released_questions,
     write_release,
 )
+from rag_pipeline.lib.release.live import follow_release, live_tables, released_table, verify_release
 
 __all__ = [
     "CURRENT",
@@ -32,14 +34,19 @@ __all__ = [
     "RELEASED",
     "RELEASE_DIR",
     "Decision",
+    "ReleaseError",
     "append_history",
     "decide",
+    "follow_release",
     "found",
     "label_key",
+    "live_tables",
     "question_results",
     "read_current",
     "read_history",
     "read_released_questions",
     "recall",
+    "released_table",
+    "verify_release",
     "write_release",
 ]
