@@ -59,3 +59,14 @@ def materialization_metadata(result, asset: str) -> dict:
         if mat.asset_key.to_user_string() == asset:
             return {k: v.value for k, v in mat.metadata.items()}
     raise KeyError(asset)
+
+
+def asked(monkeypatch, capsys, env: dict, *args: str) -> tuple[int, str, str]:
+    """`python -m rag_pipeline.ask ARGS` in this process under `env`: (exit code, stdout, stderr)."""
+    from rag_pipeline import ask
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code = ask.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
