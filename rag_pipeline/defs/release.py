@@ -182,10 +182,10 @@ def release_asset(
                 "embedding_version": str(report["embedding_version"].iloc[0]),
                 "table_versions": versions,
                 "questions_sha256": str(questions["questions_sha256"].iloc[0]) if len(questions) else "",
-                # a commit released again (as after a release that died before its tags moved)
-                # keeps the commit live before it
+                # the same release again (after a run that died before moving every tag) keeps
+                # the commit live before it
                 "previous_commit": current["previous_commit"]
-                if current and current["commit"] == commit
+                if current and (current["commit"], current["table_versions"]) == (commit, versions)
                 else (current or {}).get("commit"),
                 "time": now,
             }

@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from rag_pipeline.lib.core import location, publish_directory, write_bytes
-from rag_pipeline.lib.core.storage import OWNED
+from rag_pipeline.lib.core.publish import OWNED
 from rag_pipeline_tests.pipeline.test_scale_out import s3  # noqa: F401 - the moto bucket fixture
 from rag_pipeline_tests.support.repos import commit_files
 from rag_pipeline_tests.support.runs import make_run, project_definitions

@@ -6,6 +6,7 @@ from rag_pipeline.lib.core.arrowfile import read_arrow, write_arrow
 from rag_pipeline.lib.core.http import JsonClient, ServerError, bearer, without_v1
 from rag_pipeline.lib.core.incremental import content_version, rebuild_by_note
 from rag_pipeline.lib.core.locks import DirectoryLock
+from rag_pipeline.lib.core.publish import publish_directory
 from rag_pipeline.lib.core.segments import SegmentStore, text_hash, version_dir, version_key
 from rag_pipeline.lib.core.storage import (
     AnyPath,
@@ -14,7 +15,6 @@ from rag_pipeline.lib.core.storage import (
     as_path,
     location,
     parquet_file,
-    publish_directory,
     read_frame,
     read_table,
     storage_options,
