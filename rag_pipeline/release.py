@@ -6,26 +6,12 @@ import os
 import sys
 
 from rag_pipeline.lib.core import location
-from rag_pipeline.lib.release import (
-    REJECTED,
-    RELEASE_DIR,
-    ReleaseError,
-    live_tables,
-    read_current,
-    read_history,
-)
+from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
 from rag_pipeline.settings import DEFAULT_DATA_DIR
 
 
 def data_dir():
     return location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR))
-
-
-def live_release(data) -> dict | None:
-    """`current.json`, every table version it names checked to exist (`ReleaseError` otherwise)."""
-    current = read_current(data / RELEASE_DIR)
-    live_tables(data, current)
-    return current
 
 
 def live_line(current: dict | None) -> str:
@@ -60,7 +46,7 @@ def main() -> int:
         )
         return 2
     try:
-        current = live_release(data)
+        current = checked_current(data)
     except ReleaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -9,8 +9,8 @@ from rag_pipeline.lib.answers import SHORT_KEY, answer_table
 from rag_pipeline.lib.core import location, read_frame
 from rag_pipeline.lib.evaluation import SHOWN, matrix_table, reference_table, short, to_markdown
 from rag_pipeline.lib.evaluation.markdown import folded_md, key_md
-from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, read_history
-from rag_pipeline.release import decision_lines, live_line, live_release
+from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
+from rag_pipeline.release import decision_lines, live_line
 from rag_pipeline.settings import DEFAULT_DATA_DIR
 
 
@@ -20,7 +20,7 @@ def release_summary(data) -> str:
     if not len(history):
         return "release: no decision yet"
     try:
-        lines = [live_line(live_release(data))]
+        lines = [live_line(checked_current(data))]
     except ReleaseError as exc:
         lines = [f"live: error: {exc}"]
     if history.iloc[-1]["decision"] == REJECTED:

@@ -20,11 +20,10 @@ from rag_pipeline.lib.release import (
     Decision,
     ReleaseError,
     append_history,
+    checked_current,
     decide,
     follow_release,
-    live_tables,
     question_results,
-    read_current,
     read_released_questions,
     verify_release,
     write_release,
@@ -229,12 +228,10 @@ def last_release(context: dg.AssetExecutionContext, store: DataStore) -> dict | 
     """The live release `current.json` records, with every table version it names; None (and a
     warning) when it is damaged: the decision then compares with no live release."""
     try:
-        current = read_current(store.path(lanes.RELEASE))
-        live_tables(store.path(), current)
+        return checked_current(store.path())
     except ReleaseError as exc:
         context.log.warning(f"deciding as if nothing were live: {exc}")
         return None
-    return current
 
 
 @dg.asset_check(

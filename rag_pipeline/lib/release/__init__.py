@@ -23,7 +23,13 @@ from rag_pipeline.lib.release.ledger import (
     read_released_questions,
     write_release,
 )
-from rag_pipeline.lib.release.live import follow_release, live_tables, released_table, verify_release
+from rag_pipeline.lib.release.live import (
+    checked_current,
+    follow_release,
+    live_tables,
+    released_table,
+    verify_release,
+)
 
 __all__ = [
     "CURRENT",
@@ -36,6 +42,7 @@ __all__ = [
     "Decision",
     "ReleaseError",
     "append_history",
+    "checked_current",
     "decide",
     "follow_release",
     "found",

@@ -36,6 +36,13 @@ def live_tables(data_dir: AnyPath, current: dict | None) -> dict[str, lancedb.ta
     }
 
 
+def checked_current(data_dir: AnyPath) -> dict | None:
+    """`current.json` (see `read_current`), every table version it names checked to exist."""
+    current = read_current(data_dir / RELEASE_DIR)
+    live_tables(data_dir, current)
+    return current
+
+
 def verify_release(data_dir: AnyPath) -> str | None:
     """Why the live release is damaged or half made, or None: `current.json` unreadable (see
     `read_current`), naming a table version that does not exist, or a table whose `live` tag is not
