@@ -16,8 +16,8 @@ from rag_pipeline.lib.answers import LLMError, make_prompt, parse_reply
 from rag_pipeline.lib.answers.units import Unit
 from rag_pipeline.lib.core import AnyPath, location, read_frame, unknown_group
 from rag_pipeline.lib.embedding import EmbeddingError
-from rag_pipeline.lib.release import RELEASE_DIR, read_current
-from rag_pipeline.lib.serving import NotReleased, open_live, search_rows, table_key
+from rag_pipeline.lib.release import RELEASE_DIR, ReleaseError, read_current, released_table
+from rag_pipeline.lib.serving import search_rows, table_key
 from rag_pipeline.settings import Settings, SettingsError
 
 COLUMNS = ["chunk_id", "note", "heading_path", "text"]
@@ -68,7 +68,11 @@ def answer(args: argparse.Namespace, settings: Settings) -> int:
     from rag_pipeline.definitions import build_resources
 
     data_dir = location(settings.data_dir)
-    current = read_current(data_dir / RELEASE_DIR)
+    try:
+        current = read_current(data_dir / RELEASE_DIR)  # what is live: the tags may lag behind it
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if current is None:
         print(f"{data_dir / RELEASE_DIR}: nothing is released yet; run `make run` first", file=sys.stderr)
         return 2
@@ -89,8 +93,8 @@ def answer(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 2
     try:
-        table = open_live(data_dir, strategy)
-    except NotReleased as exc:
+        table = released_table(data_dir, current, table_key(strategy))
+    except ReleaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]

@@ -83,6 +83,7 @@ def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object]
         serving.evaluation_asset(strategies, resources),
         answers.answers_asset(strategies, baseline, served, resources),
         release.release_asset(strategies, served, resources),
+        release.live_release,
     ]
 
 

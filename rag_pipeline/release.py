@@ -1,17 +1,17 @@
 """`python -m rag_pipeline.release`: the live release (commit, run, recall, when) and the last
 decision with its reasons. Exits 1 when the last decision was a rejection, 2 when nothing was
-decided yet or a setting is bad, so CI can gate on it."""
+decided yet, a setting is bad or `release/current.json` is damaged, so CI can gate on it."""
 
 import os
 import sys
 
 from rag_pipeline.lib.core import location
-from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, read_current, read_history
+from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
 from rag_pipeline.settings import Settings, SettingsError
 
 
-def release_dir():
-    return location(Settings.from_env(os.environ).data_dir) / RELEASE_DIR
+def data_dir():
+    return location(Settings.from_env(os.environ).data_dir)
 
 
 def live_line(current: dict | None) -> str:
@@ -38,15 +38,23 @@ def decision_lines(history) -> list[str]:
 
 def main() -> int:
     try:
-        where = release_dir()
+        data = data_dir()
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    history = read_history(where)
+    history = read_history(data / RELEASE_DIR)
     if not len(history):
-        print(f"{where}: no release decision yet; materialize `release` (make run) first", file=sys.stderr)
+        print(
+            f"{data / RELEASE_DIR}: no release decision yet; materialize `release` (make run) first",
+            file=sys.stderr,
+        )
         return 2
-    print(live_line(read_current(where)))
+    try:
+        current = checked_current(data)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(live_line(current))
     print("\n".join(decision_lines(history)))
     return 1 if history.iloc[-1]["decision"] == REJECTED else 0
 

@@ -9,17 +9,20 @@ from rag_pipeline.lib.answers import SHORT_KEY, answer_table
 from rag_pipeline.lib.core import location, read_frame
 from rag_pipeline.lib.evaluation import SHOWN, matrix_table, reference_table, short, to_markdown
 from rag_pipeline.lib.evaluation.markdown import folded_md, key_md
-from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, read_current, read_history
+from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
 from rag_pipeline.release import decision_lines, live_line
 from rag_pipeline.settings import DEFAULT_DATA_DIR
 
 
-def release_summary(where) -> str:
+def release_summary(data) -> str:
     """The live release, and the last decision when it held a new index back."""
-    history = read_history(where)
+    history = read_history(data / RELEASE_DIR)
     if not len(history):
         return "release: no decision yet"
-    lines = [live_line(read_current(where))]
+    try:
+        lines = [live_line(checked_current(data))]
+    except ReleaseError as exc:
+        lines = [f"live: error: {exc}"]
     if history.iloc[-1]["decision"] == REJECTED:
         lines += decision_lines(history)
     return "\n".join(lines)
@@ -59,7 +62,7 @@ def main() -> int:
         print(to_markdown(answer_table(table)))
         print(SHORT_KEY)
     print(f"\nfull report: {reports / 'report.md'}")
-    print(release_summary(reports.parent / RELEASE_DIR))
+    print(release_summary(reports.parent))
     print(f"\nVerdict: {verdict['wording']}")
     return 0
 

@@ -175,7 +175,7 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         files[lanes.VERDICT] = json.dumps(
             report.verdict | {"commit": commit}, indent=1, ensure_ascii=False
         ).encode()
-        publish_directory(reports, files, keep=lanes.KEPT_REPORTS)
+        publish_directory(reports, files)  # a user's files and the other reports stay
         context.log.info(f"verdict: {report.verdict['wording']}")
         summary = report.tables["evaluation_summary"]
         judged = report.verdict

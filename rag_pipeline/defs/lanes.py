@@ -20,13 +20,13 @@ GOLD_DRIFT = "notes/gold_drift.parquet"  # published as reports/gold_drift.parqu
 ANSWERS = "answers/answers.parquet"
 SERVED_DIR = "served"  # exact searches of the served tables kept for the next evaluation
 REPORTS = "reports"
-# reports/ is published as a set by evaluation_summary; these files are written by other assets
+# reports/ is published as a set by evaluation_summary, which replaces only the files it wrote
+# (a user's stay); these are written by other assets
 ANSWER_SUMMARY = "answer_summary.parquet"
 SERVING_REPORT = "serving.parquet"
 VERDICT = "verdict.json"
 DB_DIR = LANCEDB_DIR  # the served LanceDB tables
 RELEASE = RELEASE_DIR  # current.json, history.parquet, questions.parquet
-KEPT_REPORTS = (ANSWER_SUMMARY, SERVING_REPORT)
 SUMMARY_TABLES = ("evaluation_summary", "question_ranks", "budget_recall", "category_recall", "comparison")
 
 

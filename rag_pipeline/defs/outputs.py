@@ -9,6 +9,7 @@ import dagster as dg
 import pyarrow as pa
 
 from rag_pipeline.lib.core import location, parquet_file
+from rag_pipeline.lib.release import CURRENT, RELEASE_DIR, verify_release
 from rag_pipeline.lib.serving import open_table
 
 
@@ -47,6 +48,9 @@ def damaged(recorded: object) -> str | None:
         path = location(entry["path"])
         if not path.exists():
             return f"{path} is missing"
+        live = path.name == CURRENT and path.parent.name == RELEASE_DIR  # the record of what is live
+        if live and (reason := verify_release(path.parent.parent)):
+            return reason
         if str(path).endswith(".parquet"):
             try:
                 parquet_file(path).metadata  # noqa: B018 - reading the footer is the check

@@ -18,24 +18,20 @@ from rag_pipeline.lib.release import (
     QUESTIONS,
     RELEASED,
     Decision,
+    ReleaseError,
     append_history,
+    checked_current,
     decide,
+    follow_release,
     question_results,
-    read_current,
     read_released_questions,
+    verify_release,
     write_release,
 )
-from rag_pipeline.lib.serving import (
-    LIVE,
-    live_version,
-    open_table,
-    search_rows,
-    serving_problems,
-    table_key,
-    tag_live,
-)
+from rag_pipeline.lib.serving import LIVE, live_version, open_table, search_rows, serving_problems, table_key
 
 GATE = "release_gate"
+VERIFIED = "live_release"
 
 
 def release_run(setting: str, baseline: tuple[str, str], retrievers: list[str]) -> tuple[str, str]:
@@ -171,13 +167,11 @@ def release_asset(
             )
 
         release_dir = store.path(lanes.RELEASE)
-        current = read_current(release_dir)
+        current = last_release(context, store)
         decision = decide(results, problems, read_released_questions(release_dir), k, release.max_drop)
         commit = str(report["commit"].iloc[0])
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         if decision.decision == RELEASED:
-            for key, version in versions.items():
-                tag_live(tables[key], version)
             state = {
                 "decision": RELEASED,
                 "commit": commit,
@@ -187,11 +181,17 @@ def release_asset(
                 "embedding_version": str(report["embedding_version"].iloc[0]),
                 "table_versions": versions,
                 "questions_sha256": str(questions["questions_sha256"].iloc[0]) if len(questions) else "",
-                "previous_commit": current["commit"] if current else None,
+                # the same release again (after a run that died before moving every tag) keeps
+                # the commit live before it
+                "previous_commit": current["previous_commit"]
+                if current and (current["commit"], current["table_versions"]) == (commit, versions)
+                else (current or {}).get("commit"),
                 "time": now,
             }
-            write_release(release_dir, state, results)
+            write_release(release_dir, state, results)  # the commit point: the tags follow it
         live = state if decision.decision == RELEASED else current
+        if live is not None and (moved := follow_release(store.path(), live)):
+            context.log.info(f"tag {LIVE!r} moved to the version current.json names: {', '.join(moved)}")
         row = {"commit": commit, "run": name, "time": now, **decision_row(decision)}
         history = append_history(release_dir, row)
         context.log.info(f"release: {decision.decision}" + "".join(f"\n  - {r}" for r in decision.reasons))
@@ -222,6 +222,28 @@ def release_asset(
         )
 
     return release
+
+
+def last_release(context: dg.AssetExecutionContext, store: DataStore) -> dict | None:
+    """The live release `current.json` records, with every table version it names; None (and a
+    warning) when it is damaged: the decision then compares with no live release."""
+    try:
+        return checked_current(store.path())
+    except ReleaseError as exc:
+        context.log.warning(f"deciding as if nothing were live: {exc}")
+        return None
+
+
+@dg.asset_check(
+    asset="release",
+    name=VERIFIED,
+    blocking=True,
+    description=f"`{lanes.RELEASE}/current.json` is readable, every table version it names exists, and "
+    f"each table's `{LIVE}` tag is on that version.",
+)
+def live_release(store: DataStore) -> dg.AssetCheckResult:
+    reason = verify_release(store.path())
+    return dg.AssetCheckResult(passed=reason is None, metadata={"reason": reason or "none"})
 
 
 def decision_row(decision: Decision) -> dict:

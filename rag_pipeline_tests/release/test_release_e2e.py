@@ -16,14 +16,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline import ask, release
+from rag_pipeline import release
 from rag_pipeline.lib.core import may_read
 from rag_pipeline.lib.serving import live_version, open_table
 from rag_pipeline.lib.sources.bundled_repo import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
 from rag_pipeline_tests.fakes.ollama import FakeOllama
 from rag_pipeline_tests.support.repos import commit_files
-from rag_pipeline_tests.support.runs import make_run, project_definitions
+from rag_pipeline_tests.support.runs import asked, make_run, project_definitions
 
 PASSAGE = re.compile(r"^\s+\[\d+\] (\S+) > ", re.M)
 
@@ -38,14 +38,6 @@ def last_decision(data) -> pd.Series:
 
 def current(data) -> dict:
     return json.loads((data / "release" / "current.json").read_text())
-
-
-def asked(monkeypatch, capsys, env: dict, *args: str) -> tuple[int, str, str]:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    code = ask.main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.slow

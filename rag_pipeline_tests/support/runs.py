@@ -80,3 +80,14 @@ def cli(module: str, args: list[str], env: dict[str, str], cwd: Path) -> subproc
         capture_output=True,
         text=True,
     )
+
+
+def asked(monkeypatch, capsys, env: dict, *args: str) -> tuple[int, str, str]:
+    """`python -m rag_pipeline.ask ARGS` in this process under `env`: (exit code, stdout, stderr)."""
+    from rag_pipeline import ask
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code = ask.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err

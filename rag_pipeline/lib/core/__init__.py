@@ -15,6 +15,7 @@ from rag_pipeline.lib.core.incremental import content_version, rebuild_by_note
 from rag_pipeline.lib.core.localfile import DiskFullError
 from rag_pipeline.lib.core.locks import DirectoryLock
 from rag_pipeline.lib.core.names import closest, edit_distance, fold
+from rag_pipeline.lib.core.publish import publish_directory
 from rag_pipeline.lib.core.segments import SegmentStore, text_hash, version_dir, version_key
 from rag_pipeline.lib.core.storage import (
     AnyPath,
@@ -23,7 +24,6 @@ from rag_pipeline.lib.core.storage import (
     as_path,
     location,
     parquet_file,
-    publish_directory,
     read_frame,
     read_table,
     storage_options,

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -255,38 +253,3 @@ def table_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     return sink.getvalue().to_pybytes()
-
-
-def publish_directory(path: AnyPath, files: dict[str, bytes], keep: tuple[str, ...] = ()) -> None:
-    """Make `files` the content of directory `path` all at once, or not at all.
-
-    They are written to a fresh sibling directory and `path`, a symbolic link, is switched to it in
-    one rename: a reader sees the previous set or the new one, never a mix. The previous set is
-    removed afterwards; the files named in `keep` (written by another publisher) are carried over.
-    An object store has no such rename: there each file is replaced on its own, whole, so a reader
-    may see new files beside old ones while the set is being written (and `keep` files stay)."""
-    if isinstance(path, Location):
-        for name, data in files.items():
-            write_bytes(data, path / name)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    target = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}-"))
-    try:
-        for name, data in files.items():
-            (target / name).write_bytes(data)
-        for name in keep:
-            if (path / name).exists() and name not in files:
-                shutil.copy2(path / name, target / name)
-        os.chmod(target, 0o755)  # mkdtemp's 0700 would hide the reports from other readers
-        link = path.parent / f".{path.name}.link-{os.getpid()}"
-        link.unlink(missing_ok=True)
-        os.symlink(target.name, link)
-        old = path.resolve() if path.is_symlink() else None
-        if path.is_dir() and not path.is_symlink():  # a directory from before reports were published as a set
-            shutil.rmtree(path)
-        os.replace(link, path)
-    except BaseException:
-        shutil.rmtree(target, ignore_errors=True)
-        raise
-    if old is not None and old != target.resolve():
-        shutil.rmtree(old, ignore_errors=True)

@@ -16,11 +16,19 @@ from rag_pipeline.lib.release.ledger import (
     HISTORY,
     QUESTIONS,
     RELEASE_DIR,
+    ReleaseError,
     append_history,
     read_current,
     read_history,
     read_released_questions,
     write_release,
+)
+from rag_pipeline.lib.release.live import (
+    checked_current,
+    follow_release,
+    live_tables,
+    released_table,
+    verify_release,
 )
 
 __all__ = [
@@ -32,14 +40,20 @@ __all__ = [
     "RELEASED",
     "RELEASE_DIR",
     "Decision",
+    "ReleaseError",
     "append_history",
+    "checked_current",
     "decide",
+    "follow_release",
     "found",
     "label_key",
+    "live_tables",
     "question_results",
     "read_current",
     "read_history",
     "read_released_questions",
     "recall",
+    "released_table",
+    "verify_release",
     "write_release",
 ]

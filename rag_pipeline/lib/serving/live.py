@@ -1,6 +1,8 @@
 """The live version of a served table: the LanceDB tag `live` on the version the last release
 passed. Applications read that version; syncs go on writing new ones beside it, and the cleanup
-that follows a sync never reaches back to a live version."""
+that follows a sync never reaches back to a live version. The record of a release is
+`release/current.json` (`rag_pipeline.lib.release`): the tags are moved after it is written, so
+between a run that died there and the next run a tag may still be on the previous release."""
 
 from __future__ import annotations
 
