@@ -1,6 +1,7 @@
 """Gold questions: their labels, the gold status of each label at the indexed commit, the
 drift report and its suggestions, and the refresh of a questions file."""
 
+from rag_pipeline.lib.questions.evidence import evidence_problems, invalid_gold_message
 from rag_pipeline.lib.questions.history import assess, note_versions, resolve_label_commits
 from rag_pipeline.lib.questions.labels import (
     Evidence,
@@ -8,8 +9,6 @@ from rag_pipeline.lib.questions.labels import (
     QuestionsError,
     asker_groups,
     check_notes_exist,
-    evidence_problems,
-    invalid_gold_message,
     load_questions,
     parse_questions,
     questions_bytes,

@@ -15,15 +15,14 @@ from rag_pipeline.lib.sources.notes import (
     NotesSourceError,
     SourceNote,
     access_groups,
-    glob_regex,
     is_remote,
     last_changes,
     note_blobs,
-    note_id,
     open_repository,
     read_notes,
     resolve_commit,
 )
+from rag_pipeline.lib.sources.paths import glob_regex, note_id
 
 __all__ = [
     "CLEANER_VERSION",

@@ -17,6 +17,7 @@ import git
 
 from rag_pipeline.lib.core import edit_distance
 from rag_pipeline.lib.sources.frontmatter import FrontMatterError, split_front_matter, title_of
+from rag_pipeline.lib.sources.paths import glob_regex, note_id
 
 # bumped whenever what `read_notes` makes of a blob changes (title, access): notes of another
 # reader version are read again, never reused
@@ -121,36 +122,6 @@ def _groups(fields: Mapping[Any, Any], name: str, where: str) -> tuple[str, ...]
     return tuple(sorted(set(names)))
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob where `**/` spans any number of folders and `*` stays inside one."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def note_id(path: str) -> str:
-    """The slug: a Hugo bundle's folder name (`.../<slug>/index.md`), else the file stem."""
-    p = PurePosixPath(path)
-    return p.parent.name if p.stem in ("index", "_index") and p.parent.name else p.stem
-
-
-# a URL (`https://...`, `ssh://...`) or git's scp-like `user@host:path`; anything else is a local path
 _REMOTE = re.compile(r"[a-z][a-z0-9+.-]*://|[^/:]+@[^/:]+:", re.IGNORECASE)
 
 
