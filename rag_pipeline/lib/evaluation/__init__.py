@@ -1,5 +1,6 @@
 """Metrics from per-question outcomes, the report's tables, plots and Markdown."""
 
+from rag_pipeline.lib.evaluation.agreement import SOURCES, decided_rows, question_sets, rank_agreement
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
@@ -26,9 +27,11 @@ from rag_pipeline.lib.evaluation.verdict import verdict
 __all__ = [
     "REPORT_KS",
     "SHOWN",
+    "SOURCES",
     "EvidenceSpan",
     "access_at",
     "build_report",
+    "decided_rows",
     "headline_md",
     "headline_numbers",
     "heatmap",
@@ -39,6 +42,8 @@ __all__ = [
     "pareto_plot",
     "pareto_points",
     "question_outcomes",
+    "question_sets",
+    "rank_agreement",
     "recall_at_k",
     "recall_grid",
     "reference_table",
