@@ -1,6 +1,5 @@
 """Metrics from per-question outcomes, the report's tables, plots and Markdown."""
 
-from rag_pipeline.lib.evaluation.agreement import SOURCES, decided_rows, question_sets, rank_agreement
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
@@ -13,12 +12,18 @@ from rag_pipeline.lib.evaluation.metrics import (
     summarize,
 )
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
-from rag_pipeline.lib.evaluation.report import build_report
 from rag_pipeline.lib.evaluation.runs import (
     headline_numbers,
     report_provenance,
     same_chunks,
     strategy_outcomes,
+)
+from rag_pipeline.lib.evaluation.sets import (
+    SOURCES,
+    build_report,
+    decided_rows,
+    question_sets,
+    rank_agreement,
 )
 from rag_pipeline.lib.evaluation.significance import paired_randomization
 from rag_pipeline.lib.evaluation.tables import matrix_table, reference_table

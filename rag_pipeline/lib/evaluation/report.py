@@ -16,13 +16,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from rag_pipeline.lib.evaluation.agreement import LABELS, question_sets, rank_agreement, side_by_side_md
 from rag_pipeline.lib.evaluation.markdown import SHOWN, folded_md, key_md, provenance_md, to_markdown
 from rag_pipeline.lib.evaluation.metrics import DEPTH, HEADLINE_BUDGET, question_counts
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_plot, pareto_points, recall_grid
 from rag_pipeline.lib.evaluation.tables import compute_tables, rank_table, reference_table, run_label
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.retrieval import RetrievalSettings
+
+LABELS = {"hand": "hand-written", "generated": "generated"}  # the question sets (`source`)
 
 
 def _png(fig: plt.Figure) -> bytes:
@@ -123,65 +124,6 @@ def nothing_to_score(
     )
 
 
-def build_report(
-    outcomes: pd.DataFrame,
-    run_keys: list[str],
-    settings: RetrievalSettings,
-    baseline: tuple[str, str],
-    provenance: dict[str, str],
-    invalid: dict[str, str],
-    same: dict[str, str] | None = None,
-    gold: dict[str, int] | None = None,
-    drawn: dict[str, tuple[bytes, ...]] | None = None,
-) -> Report:
-    """Every table over every configured strategy (`evaluation_summary` says in `same_chunks_as` which
-    strategy's chunks a strategy shares); the tables people read, the plots and the verdict fold a
-    strategy with the same chunks as another into it, and say so. `drawn`: the last report's
-    `Report.drawn`, plots not rendered again when what they draw is the same.
-
-    Hand-written and generated questions (`source`) are scored apart: every table's rows carry their
-    set in `source`; the verdict, the plots and the pages are those of the hand-written set when
-    there is one, and a section sets both side by side with their rank agreement."""
-    counts = {"n_invalid": len(invalid), **(gold or {})}
-    same = same or {}
-    sets = question_sets(outcomes)
-    if "source" not in outcomes:
-        outcomes = outcomes.assign(source="hand")
-    by_set = {s: outcomes[outcomes["source"] == s] for s in sets}
-    report = single_report(
-        by_set[sets[0]], run_keys, settings, baseline, provenance, invalid, same, counts, drawn
-    )
-    report.verdict["questions"] = sets[0]
-    others = [s for s in sets[1:] if by_set[s]["answerable"].astype(bool).any()]
-    if not others or report.matrix.empty:
-        return report
-    commit = provenance.get("commit", "")
-    matrices = {sets[0]: report.matrix}
-    for s in others:
-        tables = compute_tables(by_set[s], run_keys, settings, baseline, counts=counts, commit=commit)
-        tables.summary["same_chunks_as"] = tables.summary["strategy"].map(same).fillna("")
-        for name, frame in (
-            ("evaluation_summary", tables.summary),
-            ("question_ranks", tables.ranks),
-            ("budget_recall", tables.budget),
-            ("category_recall", tables.category),
-            ("comparison", tables.compared),
-        ):
-            report.tables[name] = pd.concat([report.tables[name], frame.assign(source=s)], ignore_index=True)
-        matrices[s] = tables.matrix[~tables.matrix["strategy"].isin(list(same))].reset_index(drop=True)
-    agreement = rank_agreement(matrices[sets[0]], matrices[others[0]])
-    n = {s: int(by_set[s]["question_id"].nunique()) for s in matrices}
-    section = side_by_side_md(matrices, n, agreement)
-    report.verdict["agreement"] = agreement | {"sets": list(matrices)}
-    report.markdown = report.markdown.replace(
-        "\n## By question category",
-        f"\n## {LABELS[sets[0]].capitalize()} and generated questions\n\n{section}\n\n## By question category",
-        1,
-    )
-    report.matrix_md += f"\n\n{section}"
-    return report
-
-
 def single_report(
     outcomes: pd.DataFrame,
     run_keys: list[str],
@@ -193,7 +135,11 @@ def single_report(
     counts: dict[str, int],
     drawn: dict[str, tuple[bytes, ...]] | None,
 ) -> Report:
-    """The report of one question set (`source`), every table's rows tagged with it."""
+    """The report of one question set (`source`): every table over every configured strategy
+    (`evaluation_summary` says in `same_chunks_as` which strategy's chunks a strategy shares), every
+    row tagged with the set; the tables people read, the plots and the verdict fold a strategy with
+    the same chunks as another into it, and say so. `drawn`: the last report's `Report.drawn`, plots
+    not rendered again when what they draw is the same."""
     source = str(outcomes["source"].iloc[0])
     if not outcomes["answerable"].astype(bool).any():
         report = nothing_to_score(outcomes, run_keys, provenance, invalid, counts)
@@ -291,16 +237,7 @@ def single_report(
         f"{ranks_md}\n"
     )
     return Report(
-        tables={
-            name: frame.assign(source=source)
-            for name, frame in (
-                ("evaluation_summary", tables.summary),
-                ("question_ranks", tables.ranks),
-                ("budget_recall", tables.budget),
-                ("category_recall", tables.category),
-                ("comparison", tables.compared),
-            )
-        },
+        tables={name: frame.assign(source=source) for name, frame in tables.named().items()},
         plots={
             "which_configuration": pareto_png,
             "recall_heatmap": heatmap_png,

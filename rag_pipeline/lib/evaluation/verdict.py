@@ -28,7 +28,9 @@ def verdict(matrix: pd.DataFrame, baseline: str, questions: str | None = None) -
     the question set it is decided on (e.g. `hand-written`) in the wording."""
     judged = _verdict(matrix, baseline)
     if questions:
-        judged["wording"] = f"{str(judged['wording']).removesuffix('.')}; decided on the {questions} questions."
+        judged["wording"] = (
+            f"{str(judged['wording']).removesuffix('.')}; decided on the {questions} questions."
+        )
     return judged
 
 

@@ -1,5 +1,5 @@
-"""Hand-written and generated questions kept apart: which set a report decides on, and whether the
-two sets rank the configurations the same way.
+"""Hand-written and generated questions kept apart: the report over both sets, which set it decides
+on, and whether the two sets rank the configurations the same way.
 
 Generated questions reuse the notes' words, so they can flatter lexical retrieval; the verdict is
 decided on the hand-written set when there is one, and the report shows where the generated set
@@ -15,9 +15,11 @@ from scipy.stats import kendalltau
 
 from rag_pipeline.lib.evaluation.markdown import to_markdown
 from rag_pipeline.lib.evaluation.metrics import HEADLINE, HEADLINE_BUDGET
+from rag_pipeline.lib.evaluation.report import LABELS, Report, single_report
+from rag_pipeline.lib.evaluation.tables import compute_tables
+from rag_pipeline.lib.retrieval import RetrievalSettings
 
 SOURCES = ("hand", "generated")  # the first present is the one decided on
-LABELS = {"hand": "hand-written", "generated": "generated"}
 DIGITS = 4  # values equal to this many decimals tie
 SHOWN_FLIPS = 10
 
@@ -33,6 +35,29 @@ def decided_rows(summary: pd.DataFrame) -> pd.DataFrame:
     if "source" not in summary:
         return summary
     return summary[summary["source"] == question_sets(summary)[0]].reset_index(drop=True)
+
+
+def other_sets(
+    by_set: dict[str, pd.DataFrame],
+    run_keys: list[str],
+    settings: RetrievalSettings,
+    baseline: tuple[str, str],
+    counts: dict[str, int],
+    commit: str,
+    same: dict[str, str],
+) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """The report tables of the sets not decided on (rows tagged with `source`) and, per set, its
+    configuration matrix (strategies with the same chunks as another folded, as in the report)."""
+    tables: dict[str, list[pd.DataFrame]] = {}
+    matrices = {}
+    for source, outcomes in by_set.items():
+        computed = compute_tables(outcomes, run_keys, settings, baseline, counts=counts, commit=commit)
+        computed.summary["same_chunks_as"] = computed.summary["strategy"].map(same).fillna("")
+        for name, frame in computed.named().items():
+            tables.setdefault(name, []).append(frame.assign(source=source))
+        matrix = computed.matrix
+        matrices[source] = matrix[~matrix["strategy"].isin(list(same))].reset_index(drop=True)
+    return {name: pd.concat(frames, ignore_index=True) for name, frames in tables.items()}, matrices
 
 
 def rank_agreement(first: pd.DataFrame, second: pd.DataFrame) -> dict[str, object]:
@@ -91,3 +116,57 @@ def side_by_side_md(matrices: dict[str, pd.DataFrame], counts: dict[str, int], a
         to_markdown(table),
     ]
     return "\n\n".join(lines)
+
+
+def build_report(
+    outcomes: pd.DataFrame,
+    run_keys: list[str],
+    settings: RetrievalSettings,
+    baseline: tuple[str, str],
+    provenance: dict[str, str],
+    invalid: dict[str, str],
+    same: dict[str, str] | None = None,
+    gold: dict[str, int] | None = None,
+    drawn: dict[str, tuple[bytes, ...]] | None = None,
+) -> Report:
+    """The evaluation report (`single_report`) with hand-written and generated questions (`source`)
+    scored apart: every table's rows carry their set in `source`; the verdict, the plots and the
+    pages are those of the hand-written set when there is one, and a section sets both side by side
+    with their rank agreement."""
+    counts = {"n_invalid": len(invalid), **(gold or {})}
+    same = same or {}
+    sets = question_sets(outcomes)
+    if "source" not in outcomes:
+        outcomes = outcomes.assign(source="hand")
+    by_set = {s: outcomes[outcomes["source"] == s] for s in sets}
+    report = single_report(
+        by_set[sets[0]], run_keys, settings, baseline, provenance, invalid, same, counts, drawn
+    )
+    report.verdict["questions"] = sets[0]
+    others = [s for s in sets[1:] if by_set[s]["answerable"].astype(bool).any()]
+    if not others or report.matrix.empty:
+        return report
+    tables, matrices = other_sets(
+        {s: by_set[s] for s in others},
+        run_keys,
+        settings,
+        baseline,
+        counts,
+        provenance.get("commit", ""),
+        same,
+    )
+    report.tables = {
+        name: pd.concat([frame, tables[name]], ignore_index=True) for name, frame in report.tables.items()
+    }
+    matrices = {sets[0]: report.matrix} | matrices
+    agreement = rank_agreement(matrices[sets[0]], matrices[others[0]])
+    n = {s: int(by_set[s]["question_id"].nunique()) for s in matrices}
+    section = side_by_side_md(matrices, n, agreement)
+    report.verdict["agreement"] = agreement | {"sets": list(matrices)}
+    report.markdown = report.markdown.replace(
+        "\n## By question category",
+        f"\n## {LABELS[sets[0]].capitalize()} and generated questions\n\n{section}\n\n## By question category",
+        1,
+    )
+    report.matrix_md += f"\n\n{section}"
+    return report
