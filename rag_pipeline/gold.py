@@ -16,6 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from rag_pipeline.defs import lanes
@@ -55,7 +56,12 @@ def existing_items(source: Path) -> list:
     text = source.read_text(encoding="utf-8") if source.exists() else ""
     if not text.strip():
         return []
-    items = json.loads(text)
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise QuestionsError(
+            f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     if not isinstance(items, list):
         raise QuestionsError(f"{source}: expected a JSON list of questions, got {type(items).__name__}")
     return items
@@ -87,7 +93,7 @@ def generate(args: argparse.Namespace, settings: Settings) -> int:
             )
         llm = answerer.get()
         cache = Path(store.local("generation_cache"))
-        ask = lambda texts: reply_texts(llm, texts, cache)  # noqa: E731
+        ask = partial(reply_texts, llm, cache_dir=cache)
     made = draft(
         notes_at(commit, notes_repo.glob, notes_repo.exclude),
         commit.hexsha,
@@ -103,14 +109,7 @@ def generate(args: argparse.Namespace, settings: Settings) -> int:
     )
     written = (items if args.merge else []) + made.items
     out.write_text(json.dumps(written, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    print(
-        f"{len(made.items)} questions generated at {commit.hexsha[:12]} ({made.verified} verified candidates):"
-    )
-    for category, count in made.written.most_common():
-        print(f"  {category}: {count}")
-    print(f"rejected {sum(made.rejected.values())}:" if made.rejected else "rejected none")
-    for reason, count in made.rejected.most_common():
-        print(f"  {reason}: {count}")
+    print("\n".join(made.lines(commit.hexsha)))
     if llm is not None:
         print(
             f"{made.prompts_sent} prompt(s) sent to {llm.backend} model {llm.model!r} (the rest from the cache)"

@@ -31,6 +31,15 @@ class Draft:
     verified: int = 0  # candidates that passed, before spreading over the categories
     prompts_sent: int = 0
 
+    def lines(self, commit: str) -> list[str]:
+        """What was written, by category, and what was rejected, by reason."""
+        out = [
+            f"{len(self.items)} questions generated at {commit[:12]} ({self.verified} verified candidates):"
+        ]
+        out += [f"  {category}: {count}" for category, count in self.written.most_common()]
+        out.append(f"rejected {sum(self.rejected.values())}:" if self.rejected else "rejected none")
+        return out + [f"  {reason}: {count}" for reason, count in self.rejected.most_common()]
+
 
 def spread(
     kept: Sequence[Candidate], categories: Sequence[str], n: int, rng: random.Random
