@@ -139,12 +139,14 @@ def build_report(
     if "source" not in outcomes:
         outcomes = outcomes.assign(source="hand")
     by_set = {s: outcomes[outcomes["source"] == s] for s in sets}
+    # decided on the first set with a question to score (hand-written ones all unanswerable: generated)
+    sets = [s for s in sets if by_set[s]["answerable"].astype(bool).any()] or sets[:1]
     report = single_report(
         by_set[sets[0]], run_keys, settings, baseline, provenance, invalid, same, counts, drawn
     )
     report.verdict["questions"] = sets[0]
-    others = [s for s in sets[1:] if by_set[s]["answerable"].astype(bool).any()]
-    if not others or report.matrix.empty:
+    others = sets[1:]
+    if not others:
         return report
     tables, matrices = other_sets(
         {s: by_set[s] for s in others},
