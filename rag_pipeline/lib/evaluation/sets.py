@@ -75,7 +75,7 @@ def rank_agreement(first: pd.DataFrame, second: pd.DataFrame) -> dict[str, objec
         "measure": HEADLINE,
         "configurations": len(common),
         "kendall_tau": None if tau != tau else round(tau, DIGITS),
-        "p_value": None if p != p else round(p, DIGITS),
+        "p_value": None if p != p else float(f"{p:.3g}"),
         "flips": [list(pair) for pair in flips],
     }
 
