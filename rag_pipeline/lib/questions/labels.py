@@ -7,9 +7,8 @@
 the second evidence live in another note. `commit` (optional, a full or abbreviated sha) is the
 notes commit the evidence was labelled against; `"critical": true` marks a question a release may not
 newly miss (see `rag_pipeline.lib.release`); `rag_pipeline.lib.questions.status` follows the label from
-there to the indexed commit (`ok`, `carried`, `stale` or `invalid`). `"generated": true` (with
-`"generator"`, the method and model) marks a question `gold generate` wrote: it is reported apart
-from the hand-written ones (its `source`).
+there to the indexed commit (`ok`, `carried`, `stale` or `invalid`). `"generated": true` (and
+`"generator"`) marks a question `gold generate` wrote, reported apart (its `source`).
 """
 
 from __future__ import annotations
