@@ -61,3 +61,21 @@ def test_a_merged_questions_file_is_reported_hand_and_generated_side_by_side(
     assert verdict["agreement"]["sets"] == ["hand", "generated"]
     report = (reports / "report.md").read_text()
     assert "## Hand-written and generated questions" in report and "Kendall's tau" in report
+
+
+@pytest.mark.slow
+def test_the_verdict_is_decided_on_the_generated_set_when_no_hand_written_question_is_scored(
+    small_env, questions_path, tmp_path, monkeypatch
+):
+    unanswerable = [q for q in json.loads(questions_path.read_text(encoding="utf-8")) if q["slug"] is None]
+    questions_path.write_text(json.dumps(unanswerable, ensure_ascii=False), encoding="utf-8")
+    for name, value in small_env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["generate", "--commit", "HEAD", "--n", "8", "--merge"]) == 0
+    merged = tmp_path / "questions.generated.json"
+    assert run_all(small_env | {"RAG_QUESTIONS": str(merged), "RAG_RETRIEVERS": "dense"}).success
+    reports = tmp_path / "out" / "reports"
+    verdict = json.loads((reports / "verdict.json").read_text())
+    assert verdict["questions"] == "generated" and "agreement" not in verdict
+    assert verdict["wording"].endswith("decided on the generated questions.")
+    assert set(read_frame(reports / "evaluation_summary.parquet")["source"]) == {"generated"}
