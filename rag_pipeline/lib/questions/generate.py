@@ -51,7 +51,7 @@ _NUMBER = re.compile(
     r"バイト|ワーカー|プロセス|スレッド|接続|万行|万件)"
 )
 _CLAUSE_END = re.compile(r"[、。！？,;]|\n|(?<=[.!?])\s")
-_CJK = re.compile(r"[ぁ-んァ-ヴ一-龥]")
+CJK = re.compile(r"[ぁ-んァ-ヴ一-龥]")
 _ENGLISH_TERM = re.compile(r"[A-Za-z][A-Za-z0-9-]{2,}(?: [A-Z][A-Za-z0-9-]+)*")
 MIN_EVIDENCE, MAX_EVIDENCE = 12, 90  # characters; shorter is ambiguous, longer is a paragraph
 STOP_TERMS = frozenset({"the", "and", "for", "with", "this", "that", "from", "are", "was", "not"})
@@ -69,7 +69,7 @@ class Note:
 
     @property
     def japanese(self) -> bool:
-        return len(_CJK.findall(self.text)) > 0.2 * len(self.text)
+        return len(CJK.findall(self.text)) > 0.2 * len(self.text)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag_pipeline.lib.questions.generate import Candidate, Note, body
+from rag_pipeline.lib.sources import Section
 
 PARAPHRASE, MULTI, UNANSWERABLE = "paraphrase", "multi-section", "unanswerable"
 LLM_CATEGORIES = (PARAPHRASE, MULTI, UNANSWERABLE)
@@ -53,7 +54,7 @@ def _excerpt(note: Note, heading: str, text: str) -> str:
     return f"[{note.title} > {heading}]\n{text[:SECTION_CHARS]}"
 
 
-def paraphrase_ask(note: Note, section) -> Ask:
+def paraphrase_ask(note: Note, section: Section) -> Ask:
     text = (
         "You write test questions for a search system over technical notes.\n"
         f"Read this section and write ONE question in {_language([note])} that the section answers.\n"
@@ -65,7 +66,7 @@ def paraphrase_ask(note: Note, section) -> Ask:
     return Ask(PARAPHRASE, text, ((note, section.heading),))
 
 
-def multi_ask(a: tuple[Note, object], b: tuple[Note, object]) -> Ask:
+def multi_ask(a: tuple[Note, Section], b: tuple[Note, Section]) -> Ask:
     (na, sa), (nb, sb) = a, b
     text = (
         "You write test questions for a search system over technical notes.\n"
@@ -99,12 +100,15 @@ def plan(notes: Sequence[Note], counts: dict[str, int], rng: random.Random) -> l
     picked = rng.sample(sections, min(counts.get(PARAPHRASE, 0), len(sections)))
     asks += [paraphrase_ask(n, s) for n, s in picked]
     pairs = set()
-    for _ in range(counts.get(MULTI, 0) * 4):
+    for _ in range(counts.get(MULTI, 0) * 4 if sections else 0):
         if sum(a.category == MULTI for a in asks) >= counts.get(MULTI, 0):
             break
         a = rng.choice(sections)
         # the second section's note has the same groups: one asker may read both
-        b = rng.choice([x for x in sections if x[0].access == a[0].access and x != a])
+        partners = [x for x in sections if x[0].access == a[0].access and x != a]
+        if not partners:
+            continue
+        b = rng.choice(partners)
         key = tuple(sorted([(a[0].slug, a[1].start), (b[0].slug, b[1].start)]))
         if key not in pairs:
             pairs.add(key)

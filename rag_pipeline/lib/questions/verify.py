@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rag_pipeline.lib.questions.generate import _CJK, Candidate
+from rag_pipeline.lib.questions.generate import CJK, Candidate
 
 N_CHARS, N_WORDS = 4, 3
 DUPLICATE = 0.8
@@ -30,7 +30,7 @@ class Verified:
 
 def shared_run(question: str, evidence: str, n_chars: int = N_CHARS, n_words: int = N_WORDS) -> str | None:
     """The first run of wording the question shares with the evidence (None: none)."""
-    if _CJK.search(evidence):
+    if CJK.search(evidence):
         q, e = (re.sub(r"\s+", "", s.lower()) for s in (question, evidence))
         runs = {e[i : i + n_chars] for i in range(len(e) - n_chars + 1)}
         return next(
