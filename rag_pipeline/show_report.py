@@ -7,7 +7,7 @@ import sys
 
 from rag_pipeline.lib.answers import SHORT_KEY, answer_table
 from rag_pipeline.lib.core import location, read_frame
-from rag_pipeline.lib.evaluation import SHOWN, matrix_table, reference_table, short, to_markdown
+from rag_pipeline.lib.evaluation import SHOWN, decided_rows, matrix_table, reference_table, short, to_markdown
 from rag_pipeline.lib.evaluation.markdown import folded_md, key_md
 from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
 from rag_pipeline.release import decision_lines, live_line
@@ -34,12 +34,13 @@ def main() -> int:
     if not path.exists():
         print(f"{path}: no report yet; materialize evaluation_summary first", file=sys.stderr)
         return 1
-    summary = read_frame(path)
+    # the rows of the question set the verdict was decided on; the other set's are in report.md
+    summary = decided_rows(read_frame(path))
     verdict = json.loads((reports / "verdict.json").read_text())
     same = {s: k for s, k in summary.groupby("strategy")["same_chunks_as"].first().items() if k}
     shown = summary[~summary["strategy"].isin(list(same))]
-    budget = read_frame(reports / "budget_recall.parquet")
-    compared = read_frame(reports / "comparison.parquet")
+    budget = decided_rows(read_frame(reports / "budget_recall.parquet"))
+    compared = decided_rows(read_frame(reports / "comparison.parquet"))
     at5 = shown[shown["k"] == 5]
     print(
         f"commit {summary['commit'].iloc[0][:12]}: {int(summary['n_questions'].iloc[0])} answerable questions, "
@@ -55,6 +56,14 @@ def main() -> int:
     matrix = matrix_table(shown, budget[~budget["strategy"].isin(list(same))], compared)
     print(to_markdown(matrix[[c for c in SHOWN if c in matrix]]))
     print(key_md())
+    agreement = verdict.get("agreement")
+    if agreement:
+        tau = agreement["kendall_tau"]
+        print(
+            f"\nThe {' and '.join(agreement['sets'])} questions rank the {agreement['configurations']} "
+            f"configurations with Kendall's tau {'undefined' if tau is None else f'{tau:.2f}'}; "
+            f"{len(agreement['flips'])} pair(s) ordered the other way (report.md lists them)"
+        )
     answers = reports / "answer_summary.parquet"
     if answers.exists():
         table = read_frame(answers)

@@ -23,7 +23,7 @@ from rag_pipeline.lib.answers import (
 )
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, read_table, write_table
-from rag_pipeline.lib.evaluation import to_markdown
+from rag_pipeline.lib.evaluation import decided_rows, to_markdown
 from rag_pipeline.lib.questions import questions_from_frame, usable
 
 
@@ -82,7 +82,7 @@ def answers_asset(
         questions = store.read(lanes.QUESTIONS)
         cleaned_notes = store.read(lanes.CLEANED_NOTES)
         summary_path = store.path(lanes.report_path("evaluation_summary.parquet"))
-        summary = read_table(summary_path).to_pandas()
+        summary = decided_rows(read_table(summary_path).to_pandas())
         # with no answerable question there is no best run: only the baselines are answered
         runs = (
             answered_runs(answerer.runs, summary, baseline, served)

@@ -35,8 +35,8 @@ from rag_pipeline.lib.sources import CLEANER_VERSION
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
 BASELINE = ("fixed-1000", "dense")
-EVALUATION_VERSION = "evaluation-v4"
-SUMMARY_VERSION = "summary-v5"
+EVALUATION_VERSION = "evaluation-v5"  # v5: outcomes carry the question set (`source`)
+SUMMARY_VERSION = "summary-v6"  # v6: hand-written and generated questions apart
 
 
 def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """Answers with citations: prompts, the answer backends, the answer cache, scoring."""
 
-from rag_pipeline.lib.answers.cache import AnswerCache, answer_all
+from rag_pipeline.lib.answers.cache import AnswerCache, answer_all, reply_texts
 from rag_pipeline.lib.answers.llm import (
     LLM,
     ExtractiveLLM,
@@ -49,6 +49,7 @@ __all__ = [
     "oracle_units",
     "parse_reply",
     "prompt_units",
+    "reply_texts",
     "score_answers",
     "sentences",
     "split_thinking",

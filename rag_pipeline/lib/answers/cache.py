@@ -120,3 +120,11 @@ def answer_all(
                 pending[h] = future.result()
         cache.put(pending)
     return [have[h] for h in hashes], len(todo)
+
+
+def reply_texts(llm: LLM, texts: Sequence[str], cache_dir: Path) -> tuple[list[str], int]:
+    """The replies' texts to plain prompt `texts` (not questions over units, e.g. `gold generate`'s),
+    through the same cache as answers; and how many were asked of the backend."""
+    prompts = [Prompt(f"prompt {i + 1}", "", (), text) for i, text in enumerate(texts)]
+    replies, asked = answer_all(llm, prompts, cache_dir)
+    return [r.text for r in replies], asked

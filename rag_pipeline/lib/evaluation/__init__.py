@@ -12,12 +12,18 @@ from rag_pipeline.lib.evaluation.metrics import (
     summarize,
 )
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
-from rag_pipeline.lib.evaluation.report import build_report
 from rag_pipeline.lib.evaluation.runs import (
     headline_numbers,
     report_provenance,
     same_chunks,
     strategy_outcomes,
+)
+from rag_pipeline.lib.evaluation.sets import (
+    SOURCES,
+    build_report,
+    decided_rows,
+    question_sets,
+    rank_agreement,
 )
 from rag_pipeline.lib.evaluation.significance import paired_randomization
 from rag_pipeline.lib.evaluation.tables import matrix_table, reference_table
@@ -26,9 +32,11 @@ from rag_pipeline.lib.evaluation.verdict import verdict
 __all__ = [
     "REPORT_KS",
     "SHOWN",
+    "SOURCES",
     "EvidenceSpan",
     "access_at",
     "build_report",
+    "decided_rows",
     "headline_md",
     "headline_numbers",
     "heatmap",
@@ -39,6 +47,8 @@ __all__ = [
     "pareto_plot",
     "pareto_points",
     "question_outcomes",
+    "question_sets",
+    "rank_agreement",
     "recall_at_k",
     "recall_grid",
     "reference_table",

@@ -23,6 +23,8 @@ from rag_pipeline.lib.evaluation.tables import compute_tables, rank_table, refer
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.retrieval import RetrievalSettings
 
+LABELS = {"hand": "hand-written", "generated": "generated"}  # the question sets (`source`)
+
 
 def _png(fig: plt.Figure) -> bytes:
     buf = io.BytesIO()
@@ -122,25 +124,27 @@ def nothing_to_score(
     )
 
 
-def build_report(
+def single_report(
     outcomes: pd.DataFrame,
     run_keys: list[str],
     settings: RetrievalSettings,
     baseline: tuple[str, str],
     provenance: dict[str, str],
     invalid: dict[str, str],
-    same: dict[str, str] | None = None,
-    gold: dict[str, int] | None = None,
-    drawn: dict[str, tuple[bytes, ...]] | None = None,
+    same: dict[str, str],
+    counts: dict[str, int],
+    drawn: dict[str, tuple[bytes, ...]] | None,
 ) -> Report:
-    """Every table over every configured strategy (`evaluation_summary` says in `same_chunks_as` which
-    strategy's chunks a strategy shares); the tables people read, the plots and the verdict fold a
-    strategy with the same chunks as another into it, and say so. `drawn`: the last report's
-    `Report.drawn`, plots not rendered again when what they draw is the same."""
-    counts = {"n_invalid": len(invalid), **(gold or {})}
+    """The report of one question set (`source`): every table over every configured strategy
+    (`evaluation_summary` says in `same_chunks_as` which strategy's chunks a strategy shares), every
+    row tagged with the set; the tables people read, the plots and the verdict fold a strategy with
+    the same chunks as another into it, and say so. `drawn`: the last report's `Report.drawn`, plots
+    not rendered again when what they draw is the same."""
+    source = str(outcomes["source"].iloc[0])
     if not outcomes["answerable"].astype(bool).any():
-        return nothing_to_score(outcomes, run_keys, provenance, invalid, counts)
-    same = same or {}
+        report = nothing_to_score(outcomes, run_keys, provenance, invalid, counts)
+        report.tables = {name: frame.assign(source=source) for name, frame in report.tables.items()}
+        return report
     tables = compute_tables(
         outcomes, run_keys, settings, baseline, counts=counts, commit=provenance.get("commit", "")
     )
@@ -153,7 +157,7 @@ def build_report(
         tables.ranks[~tables.ranks["strategy"].isin(list(same))],
     )
     matrix = tables.matrix[~tables.matrix["strategy"].isin(list(same))].reset_index(drop=True)
-    judged = verdict(matrix, run_label(*baseline))
+    judged = verdict(matrix, run_label(*baseline), LABELS[source])
     candidate_k = settings.candidate_k
     dense = summary[summary["retriever"] == "dense"]
     drawn = Drawn({} if drawn is None else drawn)
@@ -233,13 +237,7 @@ def build_report(
         f"{ranks_md}\n"
     )
     return Report(
-        tables={
-            "evaluation_summary": tables.summary,
-            "question_ranks": tables.ranks,
-            "budget_recall": tables.budget,
-            "category_recall": tables.category,
-            "comparison": tables.compared,
-        },
+        tables={name: frame.assign(source=source) for name, frame in tables.named().items()},
         plots={
             "which_configuration": pareto_png,
             "recall_heatmap": heatmap_png,

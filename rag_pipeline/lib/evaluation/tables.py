@@ -37,6 +37,16 @@ class Tables:
     compared: pd.DataFrame
     matrix: pd.DataFrame
 
+    def named(self) -> dict[str, pd.DataFrame]:
+        """The tables written under reports/, by file name."""
+        return {
+            "evaluation_summary": self.summary,
+            "question_ranks": self.ranks,
+            "budget_recall": self.budget,
+            "category_recall": self.category,
+            "comparison": self.compared,
+        }
+
 
 def compute_tables(
     outcomes: pd.DataFrame,

@@ -22,9 +22,19 @@ def _names(labels: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
 
 
-def verdict(matrix: pd.DataFrame, baseline: str) -> dict[str, object]:
+def verdict(matrix: pd.DataFrame, baseline: str, questions: str | None = None) -> dict[str, object]:
     """From the configuration matrix (configuration, the headline column, `mrr@10`, `chars@5`,
-    `Δ` and `p` against `baseline` on the same questions): the verdict's fields."""
+    `Δ` and `p` against `baseline` on the same questions): the verdict's fields. `questions` names
+    the question set it is decided on (e.g. `hand-written`) in the wording."""
+    judged = _verdict(matrix, baseline)
+    if questions:
+        judged["wording"] = (
+            f"{str(judged['wording']).removesuffix('.')}; decided on the {questions} questions."
+        )
+    return judged
+
+
+def _verdict(matrix: pd.DataFrame, baseline: str) -> dict[str, object]:
     if matrix.empty:
         return {"best": [], "measure": MEASURE, "budget": HEADLINE_BUDGET, "baseline": baseline,
                 "delta": None, "p_value": None, "significant": False, "wording": "nothing to score"}  # fmt: skip

@@ -1,7 +1,9 @@
 """Gold questions: their labels, the gold status of each label at the indexed commit, the
-drift report and its suggestions, and the refresh of a questions file."""
+drift report and its suggestions, the refresh of a questions file, and generated drafts."""
 
+from rag_pipeline.lib.questions.drafts import CATEGORIES, Draft, draft
 from rag_pipeline.lib.questions.evidence import evidence_problems, invalid_gold_message
+from rag_pipeline.lib.questions.generate import OFFLINE_CATEGORIES, Candidate, Note, notes_at
 from rag_pipeline.lib.questions.history import assess, note_versions, resolve_label_commits
 from rag_pipeline.lib.questions.labels import (
     Evidence,
@@ -17,6 +19,7 @@ from rag_pipeline.lib.questions.labels import (
     usable,
     with_access,
 )
+from rag_pipeline.lib.questions.prompted import LLM_CATEGORIES, Asker
 from rag_pipeline.lib.questions.refresh import RELABEL_THRESHOLD, drift_md, refresh
 from rag_pipeline.lib.questions.similarity import SENTENCE, WORD, cut_level, dice, most_similar_span
 from rag_pipeline.lib.questions.status import (
@@ -26,22 +29,34 @@ from rag_pipeline.lib.questions.status import (
     gold_counts,
     gold_problems,
 )
+from rag_pipeline.lib.questions.verify import N_CHARS, N_WORDS, Verified, shared_run, verify
 
 __all__ = [
+    "CATEGORIES",
     "DRIFT_COLUMNS",
     "DRIFT_SCHEMA",
+    "LLM_CATEGORIES",
+    "N_CHARS",
+    "N_WORDS",
+    "OFFLINE_CATEGORIES",
     "RELABEL_THRESHOLD",
     "SENTENCE",
     "WORD",
+    "Asker",
+    "Candidate",
+    "Draft",
     "Evidence",
+    "Note",
     "Question",
     "QuestionsError",
+    "Verified",
     "asker_groups",
     "assess",
     "check_notes_exist",
     "current_versions",
     "cut_level",
     "dice",
+    "draft",
     "drift_md",
     "evidence_problems",
     "gold_counts",
@@ -50,12 +65,15 @@ __all__ = [
     "load_questions",
     "most_similar_span",
     "note_versions",
+    "notes_at",
     "parse_questions",
     "questions_bytes",
     "questions_frame",
     "questions_from_frame",
     "refresh",
     "resolve_label_commits",
+    "shared_run",
     "usable",
+    "verify",
     "with_access",
 ]

@@ -8,7 +8,8 @@ the second evidence live in another note. `commit` (optional, a full or abbrevia
 notes commit the evidence was labelled against; `"critical": true` marks a question a release may not
 newly miss (see `rag_pipeline.lib.release`); `rag_pipeline.lib.questions.status` follows the label from
 there to the indexed commit (`ok`, `carried`, `stale` or `invalid`); `groups` are the asker's groups.
-Any other field is an error unless it starts with `x-` (`rag_pipeline.lib.questions.fields`).
+`"generated": true` (and `"generator"`) marks a question `gold generate` wrote, reported apart (its
+`source`). Any other field is an error unless it starts with `x-` (`rag_pipeline.lib.questions.fields`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ class Question:
     groups: tuple[str, ...] | None = None  # the asker's groups; None: may read every note
     commit: str | None = None  # the notes commit the evidence was labelled against
     critical: bool = False  # a release that newly misses it is rejected
+    generated: bool = False  # written by `gold generate`, not by hand: reported apart
+
+    @property
+    def source(self) -> str:
+        """`generated` or `hand`: the question set a report row is computed on."""
+        return "generated" if self.generated else "hand"
 
     @property
     def answerable(self) -> bool:
@@ -79,10 +86,10 @@ def _commit(item: dict, where: str) -> str | None:
     return None if value is None else value.strip().lower()
 
 
-def _critical(item: dict, where: str) -> bool:
-    value = item.get("critical", False)
+def _flag(item: dict, name: str, where: str) -> bool:
+    value = item.get(name, False)
     if not isinstance(value, bool):
-        raise QuestionsError(f"{where}: field 'critical' must be true or false, got {value!r}")
+        raise QuestionsError(f"{where}: field {name!r} must be true or false, got {value!r}")
     return value
 
 
@@ -121,6 +128,7 @@ def parse_questions(items: object, source: str) -> list[Question]:
                 note2 = _field(item, "slug2", where, (str,), required=False) or slug
                 evidence.append(Evidence(note2, _field(item, "section2", where, (str,), False), second))
         category = _field(item, "category", where, (str,), required=False)
+        _field(item, "generator", where, (str,), required=False)  # provenance only: checked, not kept
         groups = _field(item, "groups", where, (list, str), required=False)
         if isinstance(groups, str):
             groups = [groups]
@@ -135,7 +143,8 @@ def parse_questions(items: object, source: str) -> list[Question]:
                 answer_pattern=_field(item, "answer_pattern", where, (str,), required=False),
                 groups=None if groups is None else tuple(sorted({g.strip() for g in groups})),
                 commit=_commit(item, where),
-                critical=_critical(item, where),
+                critical=_flag(item, "critical", where),
+                generated=_flag(item, "generated", where),
             )
         )
     if not questions:
@@ -227,6 +236,7 @@ def questions_frame(
                 "invalid": invalid.get(str(q.id)),
                 "label_commit": q.commit,
                 "critical": q.critical,
+                "source": q.source,
                 "gold_status": gold_status.get(str(q.id), "invalid" if str(q.id) in invalid else "ok"),
             }
         )
@@ -268,6 +278,7 @@ def questions_from_frame(
                 groups=asker_groups(row),
                 commit=label if isinstance(label := getattr(row, "label_commit", None), str) else None,
                 critical=bool(getattr(row, "critical", False)),
+                generated=getattr(row, "source", "hand") == "generated",
             )
         )
         spans[row.question_id] = [
