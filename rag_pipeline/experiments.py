@@ -28,11 +28,12 @@ import pandas as pd
 from rag_pipeline.lib.core import AnyPath, StorageError, location
 from rag_pipeline.lib.embedding import parse_embedder_spec
 from rag_pipeline.lib.evaluation import LEDGER, UnknownReference, compare, compare_all, resolve, to_markdown
-from rag_pipeline.lib.evaluation.experiments import configurations, prune, read_current, read_index
+from rag_pipeline.lib.evaluation.experiments import prune, read_current, read_index
 from rag_pipeline.lib.evaluation.verdict import MEASURE
 from rag_pipeline.lib.evaluation.versus import (
     Comparison,
     embedder_name,
+    experiment_sides,
     holm_corrected,
     names,
     ranked_list,
@@ -136,29 +137,15 @@ def embedders_table(root: AnyPath, runs: list[tuple[str, str]]) -> str:
     difference from the first on the questions both scored, with its p-value Holm-corrected across
     the whole table."""
     index = read_index(root)
-    values = [
-        configurations(resolve(root, experiment, index).rows).set_index("configuration")["value"]
-        for _, experiment in runs
-    ]
-    shared = [c for c in values[0].index if all(c in v.index for v in values[1:])]
-    first = runs[0][1]
-    cells = {
-        (c, experiment): compare(
-            resolve(root, f"{first}:{c}", index), resolve(root, f"{experiment}:{c}", index)
-        )
-        for c in shared
-        for _, experiment in runs[1:]
-    }
+    sides = [experiment_sides(root, experiment, index) for _, experiment in runs]
+    shared = [c for c in sides[0] if all(c in other for other in sides[1:])]
+    cells = {(c, n): compare(sides[0][c], sides[n][c]) for c in shared for n in range(1, len(runs))}
     holm_corrected(list(cells.values()))
     table = pd.DataFrame({"configuration": shared})
-    for n, ((spec, experiment), value) in enumerate(zip(runs, values)):
+    for n, (spec, experiment) in enumerate(runs):
         table[f"{spec} ({experiment})"] = [
-            f"{value[c]:.3f}"
-            + (
-                ""
-                if n == 0
-                else f" ({cells[c, experiment].delta:+.3f}, p = {cells[c, experiment].p_value:.2g})"
-            )
+            f"{sides[n][c].value:.3f}"
+            + (f" ({cells[c, n].delta:+.3f}, p = {cells[c, n].p_value:.2g})" if n else "")
             for c in shared
         ]
     return (

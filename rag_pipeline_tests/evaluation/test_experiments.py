@@ -4,6 +4,8 @@ process, and the Ollama protocol stand-in on 127.0.0.1, whose vectors are hashes
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -237,3 +239,32 @@ def test_prune_keeps_the_newest_and_the_current_pair(tmp_path):
     assert sorted(os.listdir(root)) == sorted([CURRENT, INDEX, "e1", "e2", "e4"])
     assert list(pd.read_parquet(root / INDEX)["id"]) == ["e1", "e2", "e4"]
     assert prune(root, 1) == []
+
+
+@pytest.mark.slow  # two `make run`s through `dagster job launch`: a few minutes here
+def test_run_embedders_builds_under_each_and_prints_one_table(farm, tmp_path):
+    _, env, root = farm
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(
+        "run_coordinator:\n  module: dagster.core.run_coordinator\n  class: DefaultRunCoordinator\n"
+    )
+    with FakeOllama() as server:
+        server.max_chars = 5000
+        specs = f"hashing,ollama:bge-m3@{server.url}"
+        done = subprocess.run(
+            [sys.executable, "-m", "rag_pipeline.experiments", "run-embedders", specs],
+            env=os.environ | env | {"DAGSTER_HOME": str(home)},
+            capture_output=True,
+            text=True,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    index = pd.read_parquet(root / INDEX)
+    assert [v.split(":")[0] for v in index["embedding_version"]] == ["hashing", "ollama"]
+    table = done.stdout[done.stdout.rindex("evidence recall within") :]
+    assert "Holm-corrected for the 1 comparisons" in table
+    header, _, row = table.strip().splitlines()[-3:]
+    assert f"| hashing ({index['id'][0]}) | ollama:bge-m3@{server.url} ({index['id'][1]}) |" in header
+    assert (
+        row.startswith("| fixed-200/dense | ") and ", p = " in row and " (-0." in row
+    )  # random vectors lose

@@ -184,7 +184,12 @@ def record_experiment(
             "best_value": round(float(best["value"].iloc[0]), DIGITS) if len(best) else float("nan"),
             "settings": json.dumps(settings, sort_keys=True, ensure_ascii=False),
         }
-        index = pd.concat([index[index["id"] != experiment], pd.DataFrame([row])], ignore_index=True)
+        others = index[index["id"] != experiment]
+        index = (
+            pd.concat([others, pd.DataFrame([row])], ignore_index=True)
+            if len(others)
+            else pd.DataFrame([row])
+        )
         write_frame(index[INDEX_COLUMNS], root / INDEX)
     current = read_current(root)
     if current["id"] != experiment:

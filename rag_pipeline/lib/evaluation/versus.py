@@ -42,6 +42,11 @@ class Side:
     def label(self) -> str:
         return f"{self.experiment}:{self.configuration}"
 
+    @property
+    def value(self) -> float:
+        """The headline measure over the questions it scored."""
+        return float(scored_rows(self.rows)[HIT].astype(bool).mean())
+
 
 @dataclass
 class Comparison:
@@ -81,13 +86,14 @@ class Comparison:
         return out
 
 
-def resolve(root: AnyPath, reference: str, index: pd.DataFrame | None = None) -> Side:
-    """`experiment[:strategy/retriever]`: an id or a prefix of one, `current` (or nothing: the build
-    whose reports are on disk) or `previous` (the build before it); a configuration `strategy/
-    retriever` (a strategy alone: dense), by default the experiment's best."""
+def experiment_sides(
+    root: AnyPath, name: str, index: pd.DataFrame | None = None, reference: str | None = None
+) -> dict[str, Side]:
+    """Every scored configuration of experiment `name`, best first: `name` is an id or a prefix of
+    one, `current` (or empty: the build whose reports are on disk) or `previous` (the build before it).
+    `reference`: what the user wrote, for the error."""
     index = read_index(root) if index is None else index
-    name, _, configuration = reference.partition(":")
-    name = name.strip() or "current"
+    name, reference = name.strip() or "current", reference or name
     if name in ("current", "previous"):
         found = read_current(root)["id" if name == "current" else "previous"]
         if found is None:
@@ -108,17 +114,29 @@ def resolve(root: AnyPath, reference: str, index: pd.DataFrame | None = None) ->
         rows = read_outcomes(root, row["id"])
     except FileNotFoundError:
         raise UnknownReference(f"{reference!r}: the outcomes of experiment {row['id']} are missing") from None
-    table = configurations(rows)
-    wanted = configuration.strip() or (table["configuration"].iloc[0] if len(table) else "")
+    settings = json.loads(row["settings"])
+    sides = {}
+    for configuration in configurations(rows)["configuration"]:
+        strategy, retriever = configuration.split("/", 1)
+        chosen = rows[(rows["strategy"] == strategy) & (rows["retriever"] == retriever)]
+        sides[configuration] = Side(row["id"], configuration, chosen, settings)
+    return sides
+
+
+def resolve(root: AnyPath, reference: str, index: pd.DataFrame | None = None) -> Side:
+    """`experiment[:strategy/retriever]` (see `experiment_sides`); the configuration `strategy/retriever`
+    (a strategy alone: dense), by default the experiment's best."""
+    name, _, configuration = reference.partition(":")
+    sides = experiment_sides(root, name, index, reference)
+    wanted = configuration.strip() or next(iter(sides), "")
     wanted = wanted if "/" in wanted else f"{wanted}/dense"
-    if wanted not in set(table["configuration"]):
+    if wanted not in sides:
+        experiment = next(iter(sides.values())).experiment if sides else name
         raise UnknownReference(
-            f"{reference!r}: experiment {row['id']} has no scored configuration {wanted!r} "
-            f"(it has: {', '.join(table['configuration'])})"
+            f"{reference!r}: experiment {experiment} has no scored configuration {wanted!r} "
+            f"(it has: {', '.join(sides) or 'none'})"
         )
-    strategy, retriever = wanted.split("/", 1)
-    chosen = rows[(rows["strategy"] == strategy) & (rows["retriever"] == retriever)]
-    return Side(row["id"], wanted, chosen, json.loads(row["settings"]))
+    return sides[wanted]
 
 
 def _rank(value) -> int | None:
@@ -174,14 +192,8 @@ def holm_corrected(comparisons: list[Comparison]) -> list[Comparison]:
 def compare_all(root: AnyPath, a: str, b: str) -> list[Comparison]:
     """Every configuration the two experiments share, Holm-corrected across them."""
     index = read_index(root)
-    left, right = resolve(root, a, index), resolve(root, b, index)
-    ra, rb = read_outcomes(root, left.experiment), read_outcomes(root, right.experiment)
-    shared = [c for c in configurations(ra)["configuration"] if c in set(configurations(rb)["configuration"])]
-    pairs = [
-        (resolve(root, f"{left.experiment}:{c}", index), resolve(root, f"{right.experiment}:{c}", index))
-        for c in shared
-    ]
-    return holm_corrected([compare(x, y) for x, y in pairs])
+    left, right = (experiment_sides(root, ref.partition(":")[0], index, ref) for ref in (a, b))
+    return holm_corrected([compare(left[c], right[c]) for c in left if c in right])
 
 
 def embedder_name(embedding_version: str) -> str:
