@@ -129,6 +129,8 @@ def test_two_embedders_compare_on_the_same_questions_and_a_rerun_adds_nothing(fa
     }
     assert got["a"] == f"{index['id'][0]}:fixed-200/dense" and got["delta"] == round(c.delta, 4) > 0
     assert sorted(got["won"]) == sorted(q for q, _, _ in c.won)
+    status, out, _ = cli(monkeypatch, capsys, root, "compare", "--all")
+    assert status == 0 and "| fixed-200/dense |" in out and "Holm-corrected for the 1 comparisons" in out
     status, out, _ = cli(monkeypatch, capsys, root, "list", "--json")
     assert [e["id"] for e in json.loads(out)] == list(index["id"])
     assert set(json.loads(out)[0]) >= {
