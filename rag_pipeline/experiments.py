@@ -6,8 +6,8 @@ Every materialization of `evaluation_summary` records its per-question outcomes 
 - `list [--json]`: each experiment, oldest first; `*` marks the current build.
 - `compare [A] [B] [--all] [--json]`: B against A on the questions both scored. A reference is
   `experiment[:strategy/retriever]`, the experiment an id (or its prefix), `current` or `previous`;
-  A defaults to `previous`, B to `current`, a configuration to the experiment's best. `--all`: every
-  configuration the two share, Holm-corrected.
+  A defaults to `previous`, B to `current`; a reference without a configuration takes the other's, and
+  when neither names one both take B's best. `--all`: every configuration the two share, Holm-corrected.
 - `prune --keep N`: remove all but the N newest experiments (the current one and the one before it stay).
 - `run-embedders [SPECS]`: build and evaluate the current settings under each embedder of SPECS (or
   RAG_COMPARE_EMBEDDERS) in turn through `python -m rag_pipeline.run`, then one table: configuration by
@@ -27,7 +27,7 @@ import pandas as pd
 
 from rag_pipeline.lib.core import AnyPath, StorageError, location
 from rag_pipeline.lib.embedding import parse_embedder_spec
-from rag_pipeline.lib.evaluation import LEDGER, UnknownReference, compare, compare_all, resolve, to_markdown
+from rag_pipeline.lib.evaluation import LEDGER, UnknownReference, compare, compare_all, to_markdown
 from rag_pipeline.lib.evaluation.experiments import prune, read_current, read_index
 from rag_pipeline.lib.evaluation.verdict import MEASURE
 from rag_pipeline.lib.evaluation.versus import (
@@ -37,6 +37,7 @@ from rag_pipeline.lib.evaluation.versus import (
     holm_corrected,
     names,
     ranked_list,
+    resolve_pair,
     sentence,
 )
 from rag_pipeline.settings import Settings, SettingsError
@@ -84,7 +85,7 @@ def comparison_text(c: Comparison, a_name: str, b_name: str) -> str:
             for k, (ra, rb) in c.recall.items()
         ),
         "",
-        f"paired randomisation test (10,000 sign flips) on {MEASURE}: p = {c.p_value:.4g}",
+        f"paired randomisation test (10,000 sign flips) on {MEASURE}: p = {c.p_value:.2g}",
         f"won by b ({len(c.won)}; question (rank in a → in b), - = not in the top 50): {ranked_list(c.won)}",
         f"lost by b ({len(c.lost)}): {ranked_list(c.lost)}",
         "",
@@ -117,7 +118,7 @@ def compare_command(root: AnyPath, a: str, b: str, every: bool, as_json: bool) -
     if every:
         comparisons = compare_all(root, a, b)
         return json.dumps([c.as_json() for c in comparisons], indent=1) if as_json else all_text(comparisons)
-    left, right = resolve(root, a), resolve(root, b)
+    left, right = resolve_pair(root, a, b)
     c = compare(left, right)
     return json.dumps(c.as_json(), indent=1) if as_json else comparison_text(c, *names(left, right))
 

@@ -139,6 +139,19 @@ def resolve(root: AnyPath, reference: str, index: pd.DataFrame | None = None) ->
     return sides[wanted]
 
 
+def resolve_pair(root: AnyPath, a: str, b: str) -> tuple[Side, Side]:
+    """Two references compared on one configuration where they can be: a reference without a
+    configuration takes the other's; when neither names one, both take B's best (A its own best
+    when it did not score that configuration)."""
+    index = read_index(root)
+    (name_a, _, conf_a), (name_b, _, conf_b) = a.partition(":"), b.partition(":")
+    right = resolve(root, b if conf_b or not conf_a else f"{name_b}:{conf_a}", index)
+    if conf_a:
+        return resolve(root, a, index), right
+    sides = experiment_sides(root, name_a, index, a)
+    return sides.get(right.configuration) or resolve(root, a, index), right
+
+
 def _rank(value) -> int | None:
     return None if pd.isna(value) else int(value)
 
@@ -253,7 +266,7 @@ def previous_md(root: AnyPath) -> tuple[str, str]:
     if current["previous"] is None:
         return "first experiment", f"Experiment `{current['id']}`: the first recorded, nothing to compare."
     try:
-        before, after = resolve(root, "previous"), resolve(root, "current")
+        before, after = resolve_pair(root, "previous", "current")
     except UnknownReference as exc:
         return "no comparison", f"Experiment `{current['id']}`: {exc}"
     c = compare(before, after)
@@ -267,7 +280,7 @@ def previous_md(root: AnyPath) -> tuple[str, str]:
         "| | before | after |",
         "|---|---|---|",
         f"| experiment | `{before.experiment}` | `{after.experiment}` |",
-        f"| best configuration | {before.configuration} | {after.configuration} |",
+        f"| configuration (this build's best) | {before.configuration} | {after.configuration} |",
         f"| {MEASURE} | {c.value_a:.3f} | {c.value_b:.3f} |",
         *(f"| evidence recall@{k} | {ra:.3f} | {rb:.3f} |" for k, (ra, rb) in c.recall.items()),
         "",
