@@ -63,11 +63,14 @@ def list_experiments(root: AnyPath, as_json: bool) -> str:
             "embedder": index["embedding_version"].map(embedder_name),
             "strategies": index["strategies"].map(", ".join),
             "retrievers": index["retrievers"].map(", ".join),
-            "questions": index["n_questions"],
+            "questions": [f"{n} of {q[:8]}" for n, q in zip(index["n_questions"], index["questions_sha256"])],
             "best": [f"{b} ({v:.3f})" for b, v in zip(index["best"], index["best_value"])],
         }
     )
-    return f"{to_markdown(shown)}\n\n* the current build; best: on {MEASURE}"
+    return (
+        f"{to_markdown(shown)}\n\n* the current build; questions: scored, of the questions file whose "
+        f"sha256 begins so; best: on {MEASURE}"
+    )
 
 
 def comparison_text(c: Comparison, a_name: str, b_name: str) -> str:
