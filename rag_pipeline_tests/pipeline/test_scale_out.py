@@ -1,6 +1,8 @@
 """Beyond one machine: the whole job under the multiprocess executor, its data directory on an
 S3-compatible server (moto) on 127.0.0.1, gives the reports a local in-process run gives."""
 
+import json
+
 import boto3
 import dagster as dg
 import pandas as pd
@@ -102,3 +104,8 @@ def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
     assert (reports / "report.md").read_text() == (expected / "report.md").read_text()
     assert show_report.main() == 0 and "Every configuration" in capsys.readouterr().out  # reads S3 too
     assert (location(s3) / "lancedb" / "fixed_500.lance").exists()
+    # the experiment ledger: the same experiment, with the same outcomes, on S3
+    ledger, kept = location(s3) / "experiments", tmp_path / "out" / "experiments"
+    assert (ledger / "current.json").read_text() == (kept / "current.json").read_text()
+    outcomes = f"{json.loads((kept / 'current.json').read_text())['id']}/outcomes.parquet"
+    pd.testing.assert_frame_equal(read_frame(ledger / outcomes), pd.read_parquet(kept / outcomes))

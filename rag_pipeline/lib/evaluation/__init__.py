@@ -1,5 +1,6 @@
 """Metrics from per-question outcomes, the report's tables, plots and Markdown."""
 
+from rag_pipeline.lib.evaluation.experiments import LEDGER, record_experiment
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
@@ -25,35 +26,52 @@ from rag_pipeline.lib.evaluation.sets import (
     question_sets,
     rank_agreement,
 )
-from rag_pipeline.lib.evaluation.significance import paired_randomization
+from rag_pipeline.lib.evaluation.significance import holm, paired_randomization
 from rag_pipeline.lib.evaluation.tables import matrix_table, reference_table
 from rag_pipeline.lib.evaluation.verdict import verdict
+from rag_pipeline.lib.evaluation.versus import (
+    Comparison,
+    UnknownReference,
+    compare,
+    compare_all,
+    previous_md,
+    resolve,
+)
 
 __all__ = [
+    "LEDGER",
     "REPORT_KS",
     "SHOWN",
     "SOURCES",
+    "Comparison",
     "EvidenceSpan",
+    "UnknownReference",
     "access_at",
     "build_report",
+    "compare",
+    "compare_all",
     "decided_rows",
     "headline_md",
     "headline_numbers",
     "heatmap",
     "holds",
+    "holm",
     "matrix_table",
     "paired_randomization",
     "pareto_front",
     "pareto_plot",
     "pareto_points",
+    "previous_md",
     "question_outcomes",
     "question_sets",
     "rank_agreement",
     "recall_at_k",
     "recall_grid",
+    "record_experiment",
     "reference_table",
     "relevant_column",
     "report_provenance",
+    "resolve",
     "same_chunks",
     "short",
     "strategy_outcomes",

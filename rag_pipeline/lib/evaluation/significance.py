@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,3 +24,15 @@ def random_signs(rounds: int, n: int, seed: int) -> np.ndarray:
     signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(rounds, n))
     signs.flags.writeable = False
     return signs
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of p-values for testing several hypotheses at once: the i-th
+    smallest is multiplied by (m - i), kept monotone and capped at 1."""
+    p = np.asarray(p_values, dtype=float)
+    adjusted = np.empty(len(p))
+    running = 0.0
+    for i, j in enumerate(np.argsort(p, kind="stable")):
+        running = max(running, min(1.0, (len(p) - i) * p[j]))
+        adjusted[j] = running
+    return adjusted.tolist()
