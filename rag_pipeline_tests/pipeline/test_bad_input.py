@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from rag_pipeline import ask
 from rag_pipeline.lib.answers import LLMError, OllamaLLM, OpenAILLM, Unit, make_prompt
 from rag_pipeline.lib.core import StorageError, location, read_table, write_bytes
 from rag_pipeline.lib.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
@@ -247,22 +246,19 @@ def test_a_bad_setting_or_source_is_one_line_and_exit_2(
 
 
 @pytest.mark.slow
-def test_ask_with_its_embedding_server_down_names_the_server(
-    notes_repo, questions_path, tmp_path, monkeypatch, capsys, caplog
-):
+def test_ask_with_its_embedding_server_down_names_the_server(notes_repo, questions_path, tmp_path):
     with FakeOllama() as server:
         env = ollama_env(server, notes_repo, questions_path, tmp_path)
         env |= {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense", "RAG_EMBED_RETRIES": "1"}
         assert run_all(env).success
-    capsys.readouterr()  # the run's own log
-    for name, value in env.items():  # the server has stopped: its port is closed
-        monkeypatch.setenv(name, value)
-    assert ask.main(["デッドロック"]) == 1
-    out, err = capsys.readouterr()
-    assert out == "" and re.fullmatch(
+    done = cli(
+        "rag_pipeline.ask", ["デッドロック"], env, tmp_path
+    )  # the server has stopped: its port is closed
+    *waits, last = done.stderr.splitlines()
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr, done.stderr
+    assert re.fullmatch(
         re.escape(f"error: ollama (model 'bge-m3') {server.url}/api/")
-        + r"\w+: cannot connect \(.*\), after 2 attempts; is the server running at that URL\?\n",
-        err,
-    ), err
-    waits = [r.getMessage() for r in caplog.records if r.name == "rag_pipeline.http"]
+        + r"\w+: cannot connect \(.*\), after 2 attempts; is the server running at that URL\?",
+        last,
+    ), done.stderr
     assert len(waits) == 1 and "waiting" in waits[0] and "then attempt 2 of 2" in waits[0], waits

@@ -1,6 +1,7 @@
 """`make run` started in another directory with relative paths: every process of the run reads them
 as the start directory gives them, and a step that fails for the user's cause prints that cause."""
 
+import os
 import re
 
 import pytest
@@ -16,7 +17,7 @@ WORKING_CHUNKER = "def spans(text, sections):\n    return [(0, len(text))]\n"
 def test_make_run_from_another_directory_with_relative_paths(notes_repo, questions_path, tmp_path):
     """Every process of the run reads the paths as the start directory gives them; a step that fails
     for the user's cause prints that cause as its one line, not Dagster's wrapper of it."""
-    (tmp_path / "chunkers.py").write_text(BROKEN_CHUNKER)
+    (tmp_path / "chunkers.py").write_text(BROKEN_CHUNKER)  # on the path below, beside the notes
     (tmp_path / "strategies.toml").write_text(
         '[[strategy]]\nname = "whole"\nkind = "python"\ncallable = "chunkers:spans"\n'
     )
@@ -28,11 +29,11 @@ def test_make_run_from_another_directory_with_relative_paths(notes_repo, questio
         "RAG_STRATEGIES": "whole",
         "RAG_RETRIEVERS": "dense",
         "RAG_EMBEDDER": "hashing",
-        "PYTHONPATH": str(tmp_path),  # where the chunker module is
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
     }
     failed = cli("rag_pipeline.run", [], env, tmp_path)
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    line = next(line for line in failed.stdout.splitlines() if "FAILED" in line)
+    line = next((line for line in failed.stdout.splitlines() if "FAILED" in line), failed.stdout)
     assert re.fullmatch(
         r"  FAILED  chunks_whole: strategy 'whole' \(python-v1:callable=chunkers:spans,version=src-\w+\), "
         r"note '[\w-]+': the chunker raised KeyError: 'heading'; fix the function \(or the note\)",
