@@ -1,6 +1,6 @@
 """Metrics from per-question outcomes, the report's tables, plots and Markdown."""
 
-from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, short, to_markdown
+from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, plain, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
     EvidenceSpan,
@@ -12,7 +12,7 @@ from rag_pipeline.lib.evaluation.metrics import (
     summarize,
 )
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
-from rag_pipeline.lib.evaluation.report import build_report
+from rag_pipeline.lib.evaluation.report import Report, build_report
 from rag_pipeline.lib.evaluation.runs import (
     headline_numbers,
     report_provenance,
@@ -20,15 +20,17 @@ from rag_pipeline.lib.evaluation.runs import (
     strategy_outcomes,
 )
 from rag_pipeline.lib.evaluation.significance import paired_randomization
-from rag_pipeline.lib.evaluation.tables import matrix_table, reference_table
+from rag_pipeline.lib.evaluation.tables import glance_tables, matrix_table, records, reference_table
 from rag_pipeline.lib.evaluation.verdict import verdict
 
 __all__ = [
     "REPORT_KS",
     "SHOWN",
     "EvidenceSpan",
+    "Report",
     "access_at",
     "build_report",
+    "glance_tables",
     "headline_md",
     "headline_numbers",
     "heatmap",
@@ -38,9 +40,11 @@ __all__ = [
     "pareto_front",
     "pareto_plot",
     "pareto_points",
+    "plain",
     "question_outcomes",
     "recall_at_k",
     "recall_grid",
+    "records",
     "reference_table",
     "relevant_column",
     "report_provenance",

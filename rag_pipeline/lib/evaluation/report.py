@@ -67,6 +67,9 @@ class Report:
     markdown: str
     verdict: dict
     drawn: dict[str, tuple[bytes, ...]] = field(default_factory=dict)  # the plots by what they draw
+    category: pd.DataFrame = field(
+        default_factory=pd.DataFrame
+    )  # evidence recall@5 per configuration and category
 
 
 class Drawn:
@@ -255,4 +258,5 @@ def build_report(
         markdown=markdown,
         verdict=judged,
         drawn=drawn.used,
+        category=cat_wide,
     )
