@@ -78,6 +78,14 @@ def test_the_settings_table_lists_every_setting():
     assert script["with_table"](page) == page, "run scripts/settings_table.py"
 
 
+def test_the_readmes_links_lead_to_files():
+    """mkdocs checks the links of docs/; README.md lies outside it, so its links are checked here."""
+    readme = PROJECT_ROOT / "README.md"
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme.read_text())
+    local = [t for t in targets if "://" not in t]
+    assert local and not [t for t in local if not (PROJECT_ROOT / t).exists()]
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """A working directory laid out as a clone after `make run` with RAG_EMBEDDER=hashing:
@@ -119,7 +127,6 @@ def test_snippet_runs(snippet: Snippet, built):
     )
 
 
-@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
