@@ -45,7 +45,8 @@ dev: install  ## the Dagster UI on http://127.0.0.1:3000
 docs: install  ## the documentation site on http://127.0.0.1:8000 (mkdocs.yml, pages under docs/)
 	$(BIN)/mkdocs serve -a 127.0.0.1:8000
 
-# the same DAGSTER_HOME as `make run`, so the pages show its materializations
+# the same DAGSTER_HOME as `make run`, so the pages show its materializations; a running `make dev`
+# (a webserver answering on 127.0.0.1:3000) is used instead of starting a second dagster dev
 screenshots: install  ## PNGs of the asset graph and the evaluation_summary page (needs chromium; make run first)
 	$(BIN)/python scripts/screenshots.py --data-dir data/build --out data/build/screenshots
 
