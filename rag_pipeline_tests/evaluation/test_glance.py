@@ -27,3 +27,11 @@ def test_glance_tables_keep_the_headline_columns_and_the_best_beside_the_baselin
         {"category": "number (60)", "best": 0.9, "baseline": 0.5},
         {"category": "table (17)", "best": 1.0, "baseline": None},  # NaN is an empty cell, not JSON NaN
     ]
+
+
+def test_without_the_baseline_the_top_table_has_no_comparison():
+    matrix = pd.DataFrame({"configuration": ["a/bm25"], "r@2k": [0.5]})
+    category = pd.DataFrame({"configuration": ["a/bm25"], "number (3)": [0.5]})
+    tables = glance_tables(matrix, category, "fixed-1000")
+    assert list(tables["top_configurations"].columns) == ["configuration", "r@2k"]
+    assert records(tables["per_category"]) == [{"category": "number (3)", "best": 0.5, "baseline": None}]

@@ -204,8 +204,10 @@ def glance_tables(matrix: pd.DataFrame, category: pd.DataFrame, baseline: str) -
     """The two tables a person reads first, narrow enough for a laptop's metadata column: the top
     five configurations on the headline measure (with Δ and p against the baseline), and recall@5
     per question category of the best configuration beside the baseline's."""
-    top = matrix.head(5)[["configuration", HEADLINE, "Δ", "p"]].copy()
-    top["p"] = [f"{p:.2g}" if p == p else "" for p in top["p"]]
+    # Δ and p only when the baseline was evaluated
+    top = matrix.head(5)[[c for c in ("configuration", HEADLINE, "Δ", "p") if c in matrix]].copy()
+    if "p" in top:
+        top["p"] = [f"{p:.2g}" if p == p else "" for p in top["p"]]
     by_run = category.set_index("configuration")
     runs = {"best": str(matrix.iloc[0]["configuration"]), "baseline": baseline}
     per_category = pd.DataFrame(
