@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
-.PHONY: install run compare holdout test test-fast dev lint bench screenshots
+.PHONY: install run compare holdout test test-fast dev docs lint bench screenshots
 install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,11 @@ dev: install  ## the Dagster UI on http://127.0.0.1:3000
 	mkdir -p "$(DAGSTER_HOME)"
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
-# the same DAGSTER_HOME as `make run`, so the pages show its materializations
+docs: install  ## the documentation site on http://127.0.0.1:8000 (mkdocs.yml, pages under docs/)
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+
+# the same DAGSTER_HOME as `make run`, so the pages show its materializations; a running `make dev`
+# (a webserver answering on 127.0.0.1:3000) is used instead of starting a second dagster dev
 screenshots: install  ## PNGs of the asset graph and the evaluation_summary page (needs chromium; make run first)
 	$(BIN)/python scripts/screenshots.py --data-dir data/build --out data/build/screenshots
 

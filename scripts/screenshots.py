@@ -1,12 +1,14 @@
 """Screenshots of the Dagster UI on a built data directory (a script, not a test).
 
-Starts `dagster dev` on a free port with `RAG_DATA_DIR` set, waits until the webserver has loaded the
-code location, saves PNGs of the asset graph and of the `evaluation_summary` asset page with headless
-Chromium, then stops dagster. Needs Debian's `chromium` on the PATH
+When `make dev` is running (a webserver answers on 127.0.0.1:3000), its pages are saved and nothing
+else is started. Otherwise it starts `dagster dev` on a free port with `RAG_DATA_DIR` set, waits
+until the webserver has loaded the code location, saves PNGs of the asset graph, one strategy's
+lane and the `evaluation_summary` asset page (at 1280x800 and 1920x1080) with headless Chromium,
+then stops dagster. Needs Debian's `chromium` on the PATH
 (`apt-get update && apt-get install -y chromium`).
 
     .venv/bin/python scripts/screenshots.py --data-dir data/build --out data/build/screenshots \
-        [--dagster-home DIR] [--budget-ms 20000]
+        [--dagster-home DIR] [--budget-ms 20000] [--no-reuse]
 
 The pages only show materializations when `DAGSTER_HOME` is the instance the data directory was
 built with (`make run` uses data/dagster_home); without `--dagster-home` or `$DAGSTER_HOME` a
@@ -35,21 +37,30 @@ import matplotlib.image
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-# file name -> page of the UI (dagster 1.13)
+# file name -> (page of the UI (dagster 1.13), window size)
 PAGES = {
     # the global lineage, one box per group: sources -> chunks -> embeddings -> retrieval -> evaluation
-    "asset-groups.png": "/asset-groups",
-    # everything upstream of the summary, i.e. the whole graph asset by asset, zoomed to fit (the UI
-    # clamps the depth to the longest path)
-    "asset-lineage.png": "/assets/evaluation_summary?view=lineage&lineageScope=upstream&lineageDepth=100",
-    "evaluation-summary.png": "/assets/evaluation_summary",
+    "asset-groups.png": ("/asset-groups", "1400,1000"),
+    # one strategy's lane, everything upstream of its evaluation: few enough nodes that the zoom to
+    # fit keeps their labels readable (the whole graph, 40 nodes, does not)
+    "asset-lineage.png": (
+        "/assets/evaluation_section?view=lineage&lineageScope=upstream&lineageDepth=100",
+        "1400,1000",
+    ),
+    # the summary page as a laptop and a desktop screen show it
+    "evaluation-summary.png": ("/assets/evaluation_summary", "1280,800"),
+    "evaluation-summary-1920.png": ("/assets/evaluation_summary", "1920,1080"),
     # the release decision, its reasons and the release_gate check
-    "release.png": "/assets/release",
+    "release.png": ("/assets/release", "1400,1000"),
     # make run's runs are runs of the job: its page and the timeline list them
-    "job-runs.png": "/locations/__repository__@rag_pipeline.definitions/jobs/index_and_evaluate/runs",
-    "timeline.png": "/overview/activity/timeline",
+    "job-runs.png": (
+        "/locations/__repository__@rag_pipeline.definitions/jobs/index_and_evaluate/runs",
+        "1400,1000",
+    ),
+    "timeline.png": ("/overview/activity/timeline", "1400,1000"),
 }
-WINDOW = "1400,1000"
+# where `make dev` serves the UI: when it answers, its webserver is used and no second one is started
+MAKE_DEV = "http://127.0.0.1:3000"
 LOCATIONS_QUERY = (
     "{ workspaceOrError { __typename ... on Workspace { locationEntries { name loadStatus "
     "locationOrLoadError { __typename ... on PythonError { message } } } } } }"
@@ -108,14 +119,14 @@ def looks_blank(png: Path) -> bool:
     return len(np.unique(pixels.reshape(-1, pixels.shape[-1]), axis=0)) < 50
 
 
-def screenshot(chromium: str, url: str, path: Path, budget_ms: int, profile: Path) -> None:
+def screenshot(chromium: str, url: str, window: str, path: Path, budget_ms: int, profile: Path) -> None:
     command = [
         chromium,
         "--headless",
         "--disable-gpu",
         "--hide-scrollbars",
         f"--user-data-dir={profile}",
-        f"--window-size={WINDOW}",
+        f"--window-size={window}",
         # virtual time runs only while the page is idle, so the UI's queries and layout get done first
         f"--virtual-time-budget={budget_ms}",
         f"--screenshot={path}",
@@ -154,9 +165,37 @@ def stop(dagster: subprocess.Popen, timeout: float = 60) -> None:
     dagster.wait()
 
 
+def answering(base: str) -> bool:
+    """Whether a Dagster webserver answers at `base` with its code locations loaded."""
+    try:
+        entries = graphql(base, LOCATIONS_QUERY)["workspaceOrError"].get("locationEntries") or []
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return bool(entries) and all(e["loadStatus"] == "LOADED" for e in entries)
+
+
+def save_pages(base: str, out: Path, chromium: str, budget_ms: int, instance: str) -> list[Path]:
+    """Every page of PAGES from the webserver at `base` (whose instance is `instance`) as a PNG."""
+    graphql(base, "mutation { setNuxSeen }")
+    summary = graphql(base, SUMMARY_QUERY)["assetOrError"]
+    if not summary.get("assetMaterializations"):
+        progress(f"warning: evaluation_summary was never materialized in {instance}")
+    saved = []
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        for name, (page, window) in PAGES.items():
+            path = out / name
+            screenshot(chromium, base + page, window, path, budget_ms, Path(profile))
+            if looks_blank(path):
+                progress(f"warning: {path} looks blank; try a larger --budget-ms")
+            progress(f"saved {path}")
+            saved.append(path)
+    return saved
+
+
 def take_screenshots(
     data_dir: Path, out: Path, dagster_home: Path, chromium: str, budget_ms: int, log: Path
 ) -> list[Path]:
+    """The pages from a `dagster dev` of its own on a free port, stopped at the end."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = os.environ | {"RAG_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(dagster_home)}
@@ -170,20 +209,7 @@ def take_screenshots(
     try:
         wait_until_loaded(base, dagster)
         progress(f"dagster dev on {base} loaded in {time.monotonic() - started:.0f} s")
-        graphql(base, "mutation { setNuxSeen }")
-        summary = graphql(base, SUMMARY_QUERY)["assetOrError"]
-        if not summary.get("assetMaterializations"):
-            progress(f"warning: evaluation_summary was never materialized in {dagster_home}")
-        saved = []
-        with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
-            for name, page in PAGES.items():
-                path = out / name
-                screenshot(chromium, base + page, path, budget_ms, Path(profile))
-                if looks_blank(path):
-                    progress(f"warning: {path} looks blank; try a larger --budget-ms")
-                progress(f"saved {path}")
-                saved.append(path)
-        return saved
+        return save_pages(base, out, chromium, budget_ms, str(dagster_home))
     finally:
         started = time.monotonic()
         stop(dagster)
@@ -204,6 +230,11 @@ def main() -> None:
     parser.add_argument(
         "--budget-ms", type=int, default=20_000, help="Chromium's virtual time budget per page"
     )
+    parser.add_argument(
+        "--no-reuse",
+        action="store_true",
+        help=f"start a dagster dev of its own even when one answers on {MAKE_DEV}",
+    )
     args = parser.parse_args()
 
     chromium = shutil.which(args.chromium)
@@ -215,6 +246,12 @@ def main() -> None:
     # a shell that starts this script in the background makes it ignore SIGINT, and dagster dev
     # would inherit that and ignore the Ctrl-C that stops it; a Python handler is reset on exec
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    if not args.no_reuse and answering(MAKE_DEV):
+        # a second dagster dev beside it would start a second daemon on the same instance
+        progress(f"using the Dagster UI already running on {MAKE_DEV} (make dev) and its instance")
+        saved = save_pages(MAKE_DEV, args.out, chromium, args.budget_ms, f"the instance of {MAKE_DEV}")
+        print("\n".join(str(p) for p in saved))
+        return
     with tempfile.TemporaryDirectory(prefix="dagster-home-") as temporary:
         home = args.dagster_home.resolve() if args.dagster_home else Path(temporary)
         home.mkdir(parents=True, exist_ok=True)

@@ -24,11 +24,15 @@ from rag_pipeline.lib.core import (
 from rag_pipeline.lib.evaluation import (
     LEDGER,
     REPORT_KS,
+    Report,
     build_report,
+    glance_tables,
     headline_md,
     headline_numbers,
+    plain,
     previous_md,
     record_experiment,
+    records,
     report_provenance,
     same_chunks,
     strategy_outcomes,
@@ -118,6 +122,52 @@ def baseline_for(strategies: list[Strategy]) -> tuple[str, str]:
     return BASELINE if BASELINE[0] in names else (names[0], BASELINE[1])
 
 
+def frame_table(frame: pd.DataFrame) -> dg.TableMetadataValue:
+    """A small frame as a table the asset page shows inline, with no dialog to open."""
+    rows = records(frame)
+    kinds = {c: "float" if pd.api.types.is_float_dtype(frame[c]) else "string" for c in frame.columns}
+    return dg.MetadataValue.table(
+        records=[dg.TableRecord(row) for row in rows],
+        schema=dg.TableSchema(columns=[dg.TableColumn(str(c), kinds[c]) for c in frame.columns]),
+    )
+
+
+def summary_metadata(
+    report: Report,
+    same: dict[str, str],
+    baseline: tuple[str, str],
+    counts: dict[str, object],
+    experiment: dict[str, object],
+) -> dict[str, object]:
+    """The summary page, in the order a person reads it: the verdict as plain text, the top
+    configurations and the per-category table inline, the numbers plotted across
+    materializations and `counts`, then the long tables behind their dialogs. Nothing here is a long
+    unbreakable string (a path, a full sha), which would widen the page's value column past a
+    laptop's screen. A new entry is one line here."""
+    judged = report.verdict
+    tables = glance_tables(report.matrix, report.category, judged["baseline"]) if len(report.matrix) else {}
+    return {
+        "verdict": plain(judged["wording"]),
+        **{name: frame_table(frame) for name, frame in tables.items()},
+        "vs previous experiment": experiment["vs previous experiment"],
+        "summary": dg.MetadataValue.md(
+            headline_md(judged, report.matrix, same) if len(report.matrix) else report.matrix_md
+        ),
+        "best": ", ".join(judged["best"]),
+        "delta": judged["delta"] if judged["delta"] is not None else float("nan"),
+        "p_value": judged["p_value"] if judged["p_value"] is not None else float("nan"),
+        "significant": judged["significant"],
+        **headline_numbers(report.matrix, baseline),
+        **counts,
+        "configurations": dg.MetadataValue.md(report.matrix_md),
+        "categories": dg.MetadataValue.md(report.category_md),
+        "plots": dg.MetadataValue.md(report.plots_md),
+        "reference_table": dg.MetadataValue.md(report.reference_md),
+        "first_evidence_ranks": dg.MetadataValue.md(report.ranks_md),
+        "experiments": experiment["experiments"],
+    }
+
+
 def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -> dg.AssetsDefinition:
     baseline = baseline_for(strategies)
 
@@ -199,34 +249,17 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         publish_directory(reports, files)  # a user's files and the other reports stay
         context.log.info(f"verdict: {report.verdict['wording']}")
         summary = report.tables["evaluation_summary"]
-        judged = report.verdict
         return materialized(
             content_version(summary, list(summary.columns)),
-            {
-                # plain text first: the UI shows it whole, where Markdown waits behind a button
-                "verdict": judged["wording"],
-                "summary": dg.MetadataValue.md(
-                    headline_md(report.verdict, report.matrix, same)
-                    if len(report.matrix)
-                    else report.matrix_md
-                ),
-                "best": ", ".join(judged["best"]),
-                "delta": judged["delta"] if judged["delta"] is not None else float("nan"),
-                "p_value": judged["p_value"] if judged["p_value"] is not None else float("nan"),
-                "significant": judged["significant"],
-                **headline_numbers(report.matrix, baseline),
-                "configurations": dg.MetadataValue.md(report.matrix_md),
-                "plots": dg.MetadataValue.md(report.plots_md),
-                "reference_table": dg.MetadataValue.md(report.reference_md),
-                "per_category": dg.MetadataValue.md(report.category_md),
-                "first_evidence_ranks": dg.MetadataValue.md(report.ranks_md),
-                "report": dg.MetadataValue.path(str(reports / "report.md")),
-                "commit": provenance["commit"],
-                "n_invalid": len(invalid),
-                **gold,
-                **experiment_entries(store, outcomes, questions, provenance, retrieval),
-            },
+            summary_metadata(
+                report,
+                same,
+                baseline,
+                {"commit": commit[:12], "n_invalid": len(invalid), **gold},
+                experiment_entries(store, outcomes, questions, provenance, retrieval),
+            ),
             files=[reports / name for name in files],
+            kept={"report": str(reports / "report.md"), "computed_from": provenance},
         )
 
     return evaluation_summary

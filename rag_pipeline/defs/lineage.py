@@ -29,6 +29,9 @@ INITIAL = "INITIAL"  # Dagster's version of a source never observed
 CONFIG = "config_version"
 OUTPUTS = "outputs"
 CHECKS = "checks"
+# OUTPUTS and CHECKS are kept in this one JSON entry, the last on the asset's page: bookkeeping,
+# not what a person reads there
+BOOKKEEPING = "bookkeeping"
 REUSED = "reused"
 FETCH = object()  # stale_reason: fetch the latest materialization
 # metadata that counts what a run did, not what its output holds: a reused output did none of it
@@ -70,6 +73,8 @@ class Last:
 
     def value(self, name: str) -> object:
         entry = self.metadata.get(name)
+        if entry is None and BOOKKEEPING in self.metadata:
+            return self.metadata[BOOKKEEPING].value.get(name)
         return None if entry is None else entry.value
 
 
@@ -128,7 +133,7 @@ def stale_reason(
     return damaged(last.value(OUTPUTS))
 
 
-def checks_metadata(results: Sequence[dg.AssetCheckResult]) -> dict[str, dg.MetadataValue]:
+def checks_record(results: Sequence[dg.AssetCheckResult]) -> dict[str, object]:
     """The check results, kept in the materialization so that a reused output replays them."""
     kept = {
         r.check_name: {
@@ -138,7 +143,7 @@ def checks_metadata(results: Sequence[dg.AssetCheckResult]) -> dict[str, dg.Meta
         }
         for r in results
     }
-    return {CHECKS: dg.MetadataValue.json(kept)}
+    return kept
 
 
 _RUN_VERSIONS: dict[str, dict[dg.AssetKey, str | None]] = {}
@@ -209,10 +214,13 @@ def materialized(
     tables: Sequence[tuple[object, str, int]] = (),
     tags: Sequence[tuple[object, str, str, int]] = (),
     checks: Sequence[dg.AssetCheckResult] = (),
+    kept: Mapping[str, object] | None = None,
 ) -> dg.MaterializeResult:
     """An asset's result with what `reuse` and `stale_reason` need recorded beside its metadata
-    (`memoized` adds the settings and external values)."""
-    extra = {OUTPUTS: outputs(*files, tables=tables, tags=tags), **checks_metadata(checks)}
+    (`memoized` adds the settings and external values); `kept` is more bookkeeping, JSON values a
+    person does not read on the asset's page."""
+    kept = {**(kept or {}), OUTPUTS: outputs(*files, tables=tables, tags=tags), CHECKS: checks_record(checks)}
+    extra = {BOOKKEEPING: dg.MetadataValue.json(kept)}
     tidy = {k: rounded(k, v) for k, v in metadata.items()}
     return dg.MaterializeResult(
         data_version=dg.DataVersion(data_version), metadata={**tidy, **extra}, check_results=list(checks)
@@ -248,9 +256,12 @@ def memoized(
                 return kept
             result = body(context, **resources)
             stamp = dict(read or {}) | ({CONFIG: settings} if settings is not None else {})
+            metadata = {**(result.metadata or {}), **stamp}
+            if BOOKKEEPING in metadata:  # last on the asset's page
+                metadata[BOOKKEEPING] = metadata.pop(BOOKKEEPING)
             return dg.MaterializeResult(
                 data_version=result.data_version,
-                metadata={**(result.metadata or {}), **stamp},
+                metadata=metadata,
                 check_results=result.check_results,
             )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import dagster as dg
 import pyarrow as pa
 
 from rag_pipeline.lib.core import location, parquet_file
@@ -17,14 +16,14 @@ def outputs(
     *paths: object,
     tables: Sequence[tuple[object, str, int]] = (),
     tags: Sequence[tuple[object, str, str, int]] = (),
-) -> dg.MetadataValue:
+) -> list[dict[str, object]]:
     """The outputs an asset leaves behind (files; LanceDB tables as (db dir, name, version); tags of
     table versions as (db dir, name, tag, version)), recorded so that a deleted or damaged one makes
     the asset stale."""
     entries = [{"path": str(p)} for p in paths]
     entries += [{"db": str(db), "table": name, "version": version} for db, name, version in tables]
     entries += [{"db": str(db), "table": name, "tag": tag, "version": v} for db, name, tag, v in tags]
-    return dg.MetadataValue.json(entries)
+    return entries
 
 
 def damaged(recorded: object) -> str | None:

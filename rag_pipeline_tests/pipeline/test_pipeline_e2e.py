@@ -72,8 +72,30 @@ def test_the_summary_page_has_numbers_to_plot_and_a_headline_first(small_env, tm
     metadata = event.asset_materialization.metadata
     summary = metadata["summary"].value
     verdict = json.loads((tmp_path / "out" / "reports" / "verdict.json").read_text())
-    assert next(iter(metadata)) == "verdict" and metadata["verdict"].value == verdict["wording"]
-    assert summary.startswith(f"**{verdict['wording']}**")
+    # read at a glance: the verdict as plain text first, then the tables a person reads first
+    # shown inline, and what the lineage reads back last, in one entry
+    assert list(metadata)[:3] == ["verdict", "top_configurations", "per_category"]
+    assert (
+        metadata["verdict"].value == verdict["wording"].replace("`", "")
+        and "`" not in metadata["verdict"].value
+    )
+    top = metadata["top_configurations"]
+    assert isinstance(top, dg.TableMetadataValue) and 1 <= len(top.records) <= 5
+    assert top.records[0].data["configuration"] == verdict["best"][0]
+    assert [c.name for c in top.schema.columns] == ["configuration", "r@2k", "Δ", "p"]
+    per_category = metadata["per_category"]
+    assert [c.name for c in per_category.schema.columns] == ["category", "best", "baseline"]
+    assert {r.data["category"].split(" (")[0] for r in per_category.records} >= {"number"}
+    # no long unbreakable string (a path, a full sha) widens the value column past a laptop screen
+    plain = (dg.TextMetadataValue, dg.PathMetadataValue)
+    shown = [str(v.value) for k, v in metadata.items() if k != "bookkeeping" and isinstance(v, plain)]
+    shown += [str(cell) for table in (top, per_category) for r in table.records for cell in r.data.values()]
+    words = [w for text in shown for w in text.split()]
+    assert max(len(w) for w in words) <= 24, max(words, key=len)
+    assert list(metadata)[-1] == "bookkeeping" and "outputs" not in metadata
+    kept = metadata["bookkeeping"].value
+    assert {"path": str(tmp_path / "out" / "reports" / "verdict.json")} in kept["outputs"]
+    assert kept["report"] == str(tmp_path / "out" / "reports" / "report.md")
     assert (
         metadata["p_value"].value == verdict["p_value"]
         and metadata["significant"].value == verdict["significant"]

@@ -56,28 +56,6 @@ def test_bundled_corpus_builds_with_stable_shas(tmp_path):
     assert len(read_notes(second, "content/notes/**/index.md", ["_index.md"])) >= 20
 
 
-def test_bundled_repository_is_rebuilt_when_the_corpus_changes(tmp_path):
-    import shutil
-
-    from rag_pipeline.lib.sources import ensure_repository
-    from rag_pipeline.settings import BUNDLED_CORPUS
-
-    corpus = tmp_path / "corpus"
-    shutil.copytree(BUNDLED_CORPUS, corpus)
-    dest = tmp_path / "repo"
-    head = git_head(ensure_repository(corpus, dest))
-    assert git_head(ensure_repository(corpus, dest)) == head  # unchanged corpus: kept as is
-    note = next((corpus / "update").rglob("index.md"))
-    note.write_text(note.read_text() + "\n追記。\n")
-    assert git_head(ensure_repository(corpus, dest)) != head
-
-
-def git_head(path) -> str:
-    import git
-
-    return git.Repo(path).head.commit.hexsha
-
-
 def test_a_repository_url_is_mirrored_and_fetched(notes_repo, tmp_path):
     from rag_pipeline.lib.sources import open_repository
 

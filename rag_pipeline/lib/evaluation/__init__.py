@@ -1,7 +1,7 @@
 """Metrics from per-question outcomes, the report's tables, plots and Markdown."""
 
 from rag_pipeline.lib.evaluation.experiments import LEDGER, record_experiment
-from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, short, to_markdown
+from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, plain, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
     EvidenceSpan,
@@ -13,6 +13,7 @@ from rag_pipeline.lib.evaluation.metrics import (
     summarize,
 )
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
+from rag_pipeline.lib.evaluation.report import Report
 from rag_pipeline.lib.evaluation.runs import (
     headline_numbers,
     report_provenance,
@@ -27,7 +28,7 @@ from rag_pipeline.lib.evaluation.sets import (
     rank_agreement,
 )
 from rag_pipeline.lib.evaluation.significance import holm, paired_randomization
-from rag_pipeline.lib.evaluation.tables import matrix_table, reference_table
+from rag_pipeline.lib.evaluation.tables import glance_tables, matrix_table, records, reference_table
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.evaluation.versus import (
     Comparison,
@@ -45,12 +46,14 @@ __all__ = [
     "SOURCES",
     "Comparison",
     "EvidenceSpan",
+    "Report",
     "UnknownReference",
     "access_at",
     "build_report",
     "compare",
     "compare_all",
     "decided_rows",
+    "glance_tables",
     "headline_md",
     "headline_numbers",
     "heatmap",
@@ -61,6 +64,7 @@ __all__ = [
     "pareto_front",
     "pareto_plot",
     "pareto_points",
+    "plain",
     "previous_md",
     "question_outcomes",
     "question_sets",
@@ -68,6 +72,7 @@ __all__ = [
     "recall_at_k",
     "recall_grid",
     "record_experiment",
+    "records",
     "reference_table",
     "relevant_column",
     "report_provenance",

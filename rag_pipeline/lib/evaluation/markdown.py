@@ -59,11 +59,15 @@ def provenance_md(provenance: dict[str, str], invalid: dict[str, str]) -> str:
     return "Computed from:\n\n" + "\n".join(lines)
 
 
+def plain(text: str) -> str:
+    """Markdown's code marks dropped: the text as a plain table cell shows it."""
+    return text.replace("`", "")
+
+
 def headline_md(verdict: dict, matrix: pd.DataFrame, same: dict[str, str]) -> str:
-    """What the page shows first: the verdict, the leader and the baseline, the folded strategies,
-    the top five configurations and the key."""
-    head = matrix.head(5)[[c for c in SHOWN if c in matrix]]
-    lines = [f"**{verdict['wording']}**"]
+    """What a reader needs beside the verdict and the top configurations: the baseline, the folded
+    strategies and the key to the column names."""
+    lines = []
     base = matrix[matrix["configuration"] == verdict["baseline"]]
     if not base.empty:
         b = base.iloc[0]
@@ -73,4 +77,4 @@ def headline_md(verdict: dict, matrix: pd.DataFrame, same: dict[str, str]) -> st
         )
     if same:
         lines.append(folded_md(same))
-    return "\n\n".join([*lines, "Top configurations:", to_markdown(head), key_md()])
+    return "\n\n".join([*lines, key_md()])

@@ -69,6 +69,9 @@ class Report:
     markdown: str
     verdict: dict
     drawn: dict[str, tuple[bytes, ...]] = field(default_factory=dict)  # the plots by what they draw
+    category: pd.DataFrame = field(
+        default_factory=pd.DataFrame
+    )  # evidence recall@5 per configuration and category
 
 
 class Drawn:
@@ -253,4 +256,5 @@ def single_report(
         markdown=markdown,
         verdict=judged,
         drawn=drawn.used,
+        category=cat_wide,
     )

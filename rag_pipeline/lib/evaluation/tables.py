@@ -208,3 +208,34 @@ def matrix_table(
         .assign(strategy=table["strategy"], retriever=table["retriever"])
         .reset_index(drop=True)
     )
+
+
+def glance_tables(matrix: pd.DataFrame, category: pd.DataFrame, baseline: str) -> dict[str, pd.DataFrame]:
+    """The two tables a person reads first, narrow enough for a laptop's metadata column: the top
+    five configurations on the headline measure (with Δ and p against the baseline), and recall@5
+    per question category of the best configuration beside the baseline's."""
+    # Δ and p only when the baseline was evaluated
+    top = matrix.head(5)[[c for c in ("configuration", HEADLINE, "Δ", "p") if c in matrix]].copy()
+    if "p" in top:
+        top["p"] = [f"{p:.2g}" if p == p else "" for p in top["p"]]
+    by_run = category.set_index("configuration")
+    runs = {"best": str(matrix.iloc[0]["configuration"]), "baseline": baseline}
+    per_category = pd.DataFrame(
+        {"category": list(by_run.columns)}
+        | {
+            who: [by_run.loc[run, c] if run in by_run.index else float("nan") for c in by_run.columns]
+            for who, run in runs.items()
+        }
+    )
+    return {"top_configurations": top, "per_category": per_category}
+
+
+def records(frame: pd.DataFrame, digits: int = 2) -> list[dict[str, object]]:
+    """A small table's rows as JSON values, as a reader's table shows them: floats rounded, NaN empty."""
+
+    def cell(value: object) -> object:
+        if isinstance(value, float):
+            return None if value != value else round(float(value), digits)
+        return value.item() if hasattr(value, "item") else value
+
+    return [{str(c): cell(v) for c, v in zip(frame.columns, row)} for row in frame.itertuples(index=False)]

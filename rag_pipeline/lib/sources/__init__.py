@@ -1,6 +1,6 @@
 """Notes read from a git commit tree, their front matter, the cleaning rule, and the bundled corpus."""
 
-from rag_pipeline.lib.sources.bundled_repo import build_repository, ensure_repository
+from rag_pipeline.lib.sources.bundled_repo import BundledRepoError, build_repository, ensure_repository
 from rag_pipeline.lib.sources.cleaning import (
     CLEANER_VERSION,
     HEADING,
@@ -28,6 +28,7 @@ __all__ = [
     "CLEANER_VERSION",
     "HEADING",
     "READER_VERSION",
+    "BundledRepoError",
     "FrontMatterError",
     "NotesSourceError",
     "Section",
