@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from rag_pipeline.defs.outputs import damaged, outputs
+from rag_pipeline.defs.outputs import damaged, elsewhere, outputs
+from rag_pipeline.defs.runs import claim
 
 DATA_VERSION = "dagster/data_version"
 CODE_VERSION = "dagster/code_version"
@@ -161,8 +162,8 @@ def reuse(
     context: dg.AssetExecutionContext, config: str | None = None, external: Mapping[str, object] | None = None
 ) -> dg.MaterializeResult | None:
     """The last output again when the asset is fresh (see `stale_reason`), else None. Every asset
-    calls it first, so this is where a run becomes the data directory's one writer."""
-    context.resources.store.hold(f"run {context.run_id}", context.log.warning)
+    calls it first, so this is where a run is refused when another one writes the data directory."""
+    claim(context, context.resources.store.data_dir)
     key = context.asset_key
     version = context.assets_def.code_versions_by_key[key]
     parents = sorted(context.assets_def.asset_deps[key], key=lambda k: k.to_user_string())
@@ -177,6 +178,7 @@ def reuse(
         external=external,
         last=last,
     )
+    reason = reason or elsewhere(last.value(OUTPUTS), str(context.resources.store.path()))
     if reason is not None:
         context.log.info(f"{key.to_user_string()}: {reason}")
         return None
