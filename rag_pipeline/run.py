@@ -188,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: {busy_message(name, busy[0].run_id)}", file=sys.stderr)
                 return 1
             progress = Progress(verbose=verbose)
-            config = pinned_config(defs.resources["notes_repo"], head)
+            # the run's log is shown by `Progress`, not by Dagster's console logger too
+            quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+            config = pinned_config(defs.resources["notes_repo"], head) | quiet
             run = run_shown(job, instance, list(wanted), config, progress)
             print(f"run {run.run_id}: {run.status.value.lower()}")
             if run.status != dg.DagsterRunStatus.SUCCESS:

@@ -1,12 +1,12 @@
-"""Whether an asset is fresh, and reusing its last output when it is: one rule for the runner, the
-sensor, the schedule and every step.
+"""Inside a step: returning the last output at once when nothing the asset reads has changed.
 
-An asset is fresh when its last materialization was made by the current code version, under the
-settings it records (`config_version`, the part of its code version after `@`), from the current
-data version of every parent, and every output it recorded is still there and readable. A step
-whose asset is fresh returns at once with its last data version, metadata and check results, so
-"Materialize all" costs what changed; the runner and the sensor run only what is stale and all
-that lies downstream of it, in one run, so no asset runs while one of its ancestors is stale.
+Dagster's automation (`defs/automation.py`) decides which assets a run materializes; a commit's run
+holds everything downstream of what it changed, because Dagster cannot know before the run which
+data versions will come out unchanged, and it has no early cut-off inside a run. This module is that
+cut-off: a step whose asset was last made by the current code version, under the settings it records
+(`config_version`, the part of its code version after `@`), from the current data version of every
+parent, with every recorded output still whole in this data directory, returns its last data
+version, metadata and check results without reading an input. "Materialize all" costs what changed.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ CONFIG = "config_version"
 OUTPUTS = "outputs"
 CHECKS = "checks"
 REUSED = "reused"
-FETCH = object()  # stale_reason: fetch the latest materialization
 # metadata that counts what a run did, not what its output holds: a reused output did none of it
 WORK = (
     "texts_embedded",
@@ -105,13 +104,12 @@ def stale_reason(
     current: Mapping[dg.AssetKey, str] | None = None,
     config: str | None = None,
     external: Mapping[str, object] | None = None,
-    last: Last | object | None = FETCH,
+    last: Last | None,
 ) -> str | None:
     """Why `key` is stale, or None when it is fresh. `current` holds parent versions known better
     than the instance does (sources just observed), `config` the settings the step runs under
     (default: those its code version names), `external` what a source asset read outside Dagster,
-    `last` the asset's latest materialization when the caller has it (default: fetched)."""
-    last = last_materialization(instance, key) if last is FETCH else last
+    `last` the asset's latest materialization."""
     if last is None:
         return "never materialized"
     if last.code_version != version:

@@ -32,18 +32,6 @@ def data_dir_name(data_dir: str) -> str:
     return data_dir if "://" in data_dir else os.path.abspath(data_dir)
 
 
-def queue_limits() -> dict:
-    """The run coordinator block of a `dagster.yaml` that queues runs of one data directory."""
-    limit = {"key": DATA_DIR_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
-    return {
-        "run_coordinator": {
-            "module": "dagster.core.run_coordinator",
-            "class": "QueuedRunCoordinator",
-            "config": {"tag_concurrency_limits": [limit]},
-        }
-    }
-
-
 def holder(instance: dg.DagsterInstance, run_id: str, name: str) -> dg.DagsterRun | None:
     """The active run created before `run_id` that holds the data directory `name`, if any: of
     two runs started at the same moment, the first one stored wins on every machine."""
