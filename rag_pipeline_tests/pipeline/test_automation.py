@@ -3,7 +3,10 @@ exactly what the conditions request, and that is what Dagster reports as unsynce
 Real git repositories and real Dagster instances (sqlite on disk where a test needs one)."""
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import dagster as dg
@@ -139,3 +142,18 @@ def test_the_checks_run_nightly_and_the_sources_every_minute(small_env):
     source = graph.get(dg.AssetKey("notes_head"))
     assert "every minute" in str(source.automation_condition.get_label())
     shutil.rmtree(small_env["RAG_DATA_DIR"], ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_make_run_needs_no_daemon_and_no_dagster_yaml(small_env, tmp_path):
+    """A fresh DAGSTER_HOME (as `make holdout` has on a fresh clone): the run is executed, not queued."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = os.environ | small_env | {"DAGSTER_HOME": str(home), "RAG_STRATEGIES": "section"}
+    env |= {"RAG_RETRIEVERS": "dense"}
+    runner = [sys.executable, "-m", "rag_pipeline.run"]
+    first = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert not (home / "dagster.yaml").exists()
+    again = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and "nothing is stale" in again.stdout
