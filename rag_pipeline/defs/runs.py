@@ -48,8 +48,8 @@ def claim(context: dg.AssetExecutionContext, data_dir: str) -> None:
     it when an earlier active run holds the directory."""
     name = data_dir_name(data_dir)
     if context.run.tags.get(DATA_DIR_TAG) != name:
-        context.instance.add_run_tags(context.run_id, {DATA_DIR_TAG: name})
-    other = holder(context.instance, context.run_id, name)
+        context.instance.add_run_tags(context.run.run_id, {DATA_DIR_TAG: name})
+    other = holder(context.instance, context.run.run_id, name)
     if other is not None:
         raise DataDirectoryBusy(busy_message(name, other.run_id))
 
