@@ -73,6 +73,7 @@ class Progress:
         self.echo, self.verbose, self.every_s = echo, verbose, every_s
         self.done: list[str] = []
         self.failed: list[str] = []
+        self.refused = False  # another run held the data directory
         self.reused = 0
         self.last = time.monotonic()
 
@@ -93,7 +94,9 @@ class Progress:
                 self.done.append(data.asset_key.to_user_string())
         elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
+            error = error.cause if error and error.cause else error  # the step's own exception
             message = error.message.strip().splitlines()[-1] if error else "failed"
+            self.refused = self.refused or (error is not None and error.cls_name == "DataDirectoryBusy")
             self.failed.append(event.step_key)
             self.echo(f"  FAILED  {event.step_key}: {message}")
 
@@ -137,6 +140,19 @@ def run_shown(job, instance: dg.DagsterInstance, keys, run_config: dict, progres
     return run if isinstance(run, dg.DagsterRun) else run.dagster_run
 
 
+def wait_for_others(instance: dg.DagsterInstance, name: str) -> bool:
+    """Wait while another run writes the data directory `name`; whether one did."""
+    from rag_pipeline.defs.runs import ACTIVE, DATA_DIR_TAG, busy_message
+
+    waited = False
+    while busy := instance.get_runs(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE), limit=1):
+        if not waited:
+            print(f"waiting: {busy_message(name, busy[0].run_id)}")
+        waited = True
+        time.sleep(1.0)
+    return waited
+
+
 def open_instance() -> dg.DagsterInstance:
     """`DAGSTER_HOME`'s instance; two processes creating a fresh one at once would race on its
     sqlite tables, so the creation is done under a lock."""
@@ -172,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     except (SettingsError, StrategyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from rag_pipeline.defs.runs import ACTIVE, DATA_DIR_TAG, busy_message, data_dir_name
+    from rag_pipeline.defs.runs import data_dir_name
 
     job = dg.reconstructable(reconstructable_job)
     name = data_dir_name(settings.data_dir)
@@ -183,16 +199,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"nothing is stale at {head[:12]}: every asset is fresh")
                 return 0
             print(f"stale at {head[:12]}: {stale_summary({k: ', '.join(v) for k, v in wanted.items()})}")
-            busy = instance.get_runs(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE), limit=1)
-            if busy:
-                print(f"error: {busy_message(name, busy[0].run_id)}", file=sys.stderr)
-                return 1
+            if wait_for_others(instance, name):
+                continue  # what they wrote changes what is requested
             progress = Progress(verbose=verbose)
             # the run's log is shown by `Progress`, not by Dagster's console logger too
             quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
             config = pinned_config(defs.resources["notes_repo"], head) | quiet
             run = run_shown(job, instance, list(wanted), config, progress)
             print(f"run {run.run_id}: {run.status.value.lower()}")
+            if progress.refused:  # started at the same moment as another: it goes first
+                wait_for_others(instance, name)
+                continue
             if run.status != dg.DagsterRunStatus.SUCCESS:
                 return REJECTED_EXIT if progress.failed == ["release"] else 1
     print(f"still stale after {MAX_RUNS} runs", file=sys.stderr)
