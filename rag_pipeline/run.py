@@ -1,16 +1,16 @@
-"""`python -m rag_pipeline.run`: what `make run` does. Plans as the sensor does (observe the notes head
-and the questions file, find what is stale), then launches one run of the `index_and_evaluate` job
-with the stale assets and all downstream of them, through `dagster job launch`, so the run is a run
-of the job as the UI knows it (its page, the timeline). Nothing stale: nothing runs. Exits 0 on success,
-1 on a failed run, 2 on a bad setting, 3 when only the release gate failed (the reports are fresh,
-the live index stays where it was)."""
+"""`python -m rag_pipeline.run`: what `make run` does. Observes the notes head and the questions file
+and checks every asset's outputs (`automation.look`), evaluates the assets' automation conditions in
+this process as the automation sensor would (`automation.requested`), and runs what they request as
+one run of the `index_and_evaluate` job; again until nothing is requested. Nothing requested: nothing
+runs. The run is executed here, through the instance's storage but no run coordinator, so it needs no
+daemon and no `dagster.yaml`. Exits 0 on success, 1 on a failed or refused run, 2 on a bad setting, 3
+when only the release gate failed (the reports are fresh, the live index stays where it was)."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -22,34 +22,53 @@ from rag_pipeline.lib.chunking import StrategyError
 from rag_pipeline.lib.core import DirectoryLock
 from rag_pipeline.lib.questions import QuestionsError
 from rag_pipeline.lib.sources import NotesSourceError
-from rag_pipeline.settings import PROJECT_ROOT, SettingsError
+from rag_pipeline.settings import SettingsError
 
 if TYPE_CHECKING:
     from dagster._utils.error import SerializableErrorInfo
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
 REJECTED_EXIT = 3  # everything ran and was evaluated, and the release gate held the new index back
-QUEUED_PATIENCE_S = 30
-WORKSPACE = PROJECT_ROOT / "workspace.yaml"
+REQUEST_TAG = "rag/request"
 
 
-def launch(job: str, request: dg.RunRequest, env: dict[str, str]) -> str:
-    """Start the planned run through Dagster's run launcher, with `env` over this process's
-    environment; returns its run id."""
-    run_id = str(uuid.uuid4())
-    command = [sys.executable, "-m", "dagster", "job", "launch", "-w", str(WORKSPACE), "-j", job]
-    command += ["--run-id", run_id, "--config-json", json.dumps(request.run_config)]
-    command += [
-        "--tags",
-        json.dumps(request.tags),
-        "-o",
-        ",".join(k.to_user_string() for k in request.asset_selection),
-    ]
-    done = subprocess.run(command, cwd=PROJECT_ROOT, env=os.environ | env, capture_output=True, text=True)
-    if done.returncode:
-        lines = [line for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
-        raise RuntimeError(f"dagster job launch failed: {lines[-1] if lines else done.returncode}")
-    return run_id
+def due(defs: dg.Definitions, instance: dg.DagsterInstance) -> tuple[str, dict[dg.AssetKey, list[str]]]:
+    """The head observed, and the assets the conditions request now with their reasons."""
+    from rag_pipeline.defs.automation import look, requested
+    from rag_pipeline.defs.sources import HEAD, observe
+
+    r = defs.resources
+    observed = observe(r["notes_repo"], r["questions_file"])
+    look(defs, instance, observed)
+    return observed[HEAD], requested(defs, instance)
+
+
+def pinned_config(notes_repo, commit: str) -> dict:
+    """Run config that reads the notes at `commit`, the one observed (a resource's config is replaced
+    whole)."""
+    config = {
+        "repo": notes_repo.repo,
+        "ref": commit,
+        "glob": notes_repo.glob,
+        "exclude": list(notes_repo.exclude),
+    }
+    return {"resources": {"notes_repo": {"config": config}}}
+
+
+def execute(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dict):
+    """One run of `job` (a reconstructable job, or a job definition in tests) materializing `keys`."""
+    if isinstance(job, dg.JobDefinition):
+        return job.execute_in_process(
+            instance=instance,
+            asset_selection=list(keys),
+            run_config=run_config,
+            tags=tags,
+            raise_on_error=False,
+        )
+    with dg.execute_job(
+        job, instance, run_config=run_config, tags=tags, asset_selection=list(keys)
+    ) as result:
+        return result.dagster_run
 
 
 def user_message(error: SerializableErrorInfo) -> str:
@@ -73,6 +92,7 @@ class Progress:
         self.echo, self.verbose, self.every_s = echo, verbose, every_s
         self.done: list[str] = []
         self.failed: list[str] = []
+        self.refused = False  # another run held the data directory
         self.reused = 0
         self.last = time.monotonic()
 
@@ -94,6 +114,8 @@ class Progress:
         elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
             message = user_message(error) if error else "failed"
+            own = error.cause if error and error.cause else error  # the step's own exception
+            self.refused = self.refused or (own is not None and own.cls_name == "DataDirectoryBusy")
             self.failed.append(event.step_key)
             self.echo(f"  FAILED  {event.step_key}: {message}")
 
@@ -105,27 +127,49 @@ class Progress:
             self.done, self.reused, self.last = [], 0, time.monotonic()
 
 
-def follow(instance: dg.DagsterInstance, run_id: str, progress: Progress) -> dg.DagsterRun:
-    """Wait for the run, showing its progress."""
-    seen = 0
-    started = time.monotonic()
+def follow(instance: dg.DagsterInstance, request: str, progress: Progress, done: threading.Event) -> None:
+    """Show the progress of the run tagged `request` until `done` is set."""
+    run_id, seen = None, 0
     while True:
-        run = instance.get_run_by_id(run_id)
-        records = instance.all_logs(run_id)
-        for entry in records[seen:]:
-            progress.see(entry)
-        seen = len(records)
-        progress.flush(force=run is not None and run.is_finished)
-        if run is not None and run.is_finished:
-            return run
-        queued = run is not None and run.status == dg.DagsterRunStatus.QUEUED
-        if queued and time.monotonic() - started > QUEUED_PATIENCE_S:
-            raise RuntimeError(
-                f"run {run_id} is still queued after {QUEUED_PATIENCE_S} s: this instance queues runs "
-                "and no dagster-daemon takes them; start `make dev`, or set `run_coordinator` to "
-                "DefaultRunCoordinator in $DAGSTER_HOME/dagster.yaml"
-            )
-        time.sleep(0.5)
+        finished = done.is_set()
+        if run_id is None:
+            runs = instance.get_runs(dg.RunsFilter(tags={REQUEST_TAG: request}), limit=1)
+            run_id = runs[0].run_id if runs else None
+        if run_id is not None:
+            records = instance.all_logs(run_id)
+            for entry in records[seen:]:
+                progress.see(entry)
+            seen = len(records)
+        progress.flush(force=finished)
+        if finished:
+            return
+        done.wait(0.5)
+
+
+def run_shown(job, instance: dg.DagsterInstance, keys, run_config: dict, progress: Progress) -> dg.DagsterRun:
+    """`execute` here, its progress shown from another thread as the run's log grows."""
+    request, done = str(uuid.uuid4()), threading.Event()
+    shower = threading.Thread(target=follow, args=(instance, request, progress, done), daemon=True)
+    shower.start()
+    try:
+        run = execute(job, instance, keys, run_config, {REQUEST_TAG: request})
+    finally:
+        done.set()
+        shower.join()
+    return run if isinstance(run, dg.DagsterRun) else run.dagster_run
+
+
+def wait_for_others(instance: dg.DagsterInstance, name: str) -> bool:
+    """Wait while another run writes the data directory `name`; whether one did."""
+    from rag_pipeline.defs.runs import ACTIVE, DATA_DIR_TAG, busy_message
+
+    waited = False
+    while busy := instance.get_runs(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE), limit=1):
+        if not waited:
+            print(f"waiting: {busy_message(name, busy[0].run_id)}")
+        waited = True
+        time.sleep(1.0)
+    return waited
 
 
 def open_instance() -> dg.DagsterInstance:
@@ -159,28 +203,38 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.reconfigure(line_buffering=True)  # progress shows as it comes, in a pipe too
     verbose = "-v" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("RAG_VERBOSE") == "1"
     try:
-        from rag_pipeline.definitions import JOB, defs, settings
+        from rag_pipeline.definitions import defs, reconstructable_job, settings
     except (SettingsError, StrategyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from rag_pipeline.defs.planner import next_run
+    from rag_pipeline.defs.runs import data_dir_name
 
-    r = defs.resources
+    # every process of the run (a step's, under the multiprocess executor) reads the same files
+    os.environ.update(settings.path_variables())
+    job = dg.reconstructable(reconstructable_job)
+    name = data_dir_name(settings.data_dir)
     with open_instance() as instance:
         for _ in range(MAX_RUNS):
-            graph = defs.resolve_asset_graph()
             try:
-                found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"])
+                head, wanted = due(defs, instance)
             except (NotesSourceError, QuestionsError) as exc:  # the repository, ref or questions file set
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
-            if request is None:
-                print(f"nothing is stale at {found.head[:12]}: every asset is fresh")
+            if not wanted:
+                print(f"nothing is stale at {head[:12]}: every asset is fresh")
                 return 0
-            print(f"stale at {found.head[:12]}: {stale_summary(found.stale)}")
+            print(f"stale at {head[:12]}: {stale_summary({k: ', '.join(v) for k, v in wanted.items()})}")
+            if wait_for_others(instance, name):
+                continue  # what they wrote changes what is requested
             progress = Progress(verbose=verbose)
-            run = follow(instance, launch(JOB, request, settings.path_variables()), progress)
+            # the run's log is shown by `Progress`, not by Dagster's console logger too
+            quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+            config = pinned_config(defs.resources["notes_repo"], head) | quiet
+            run = run_shown(job, instance, list(wanted), config, progress)
             print(f"run {run.run_id}: {run.status.value.lower()}")
+            if progress.refused:  # started at the same moment as another: it goes first
+                wait_for_others(instance, name)
+                continue
             if run.status != dg.DagsterRunStatus.SUCCESS:
                 return REJECTED_EXIT if progress.failed == ["release"] else 1
     print(f"still stale after {MAX_RUNS} runs", file=sys.stderr)

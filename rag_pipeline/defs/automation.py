@@ -1,73 +1,219 @@
-"""Re-index when the notes repository moves: a sensor on its branch and a nightly schedule.
+"""What runs, and when: Dagster's declarative automation, evaluated by one sensor or by `make run`.
 
-Both plan as `make run` does (`planner.plan`): observe the branch head and the questions file, and
-when anything is stale (a new commit, a questions edit, a setting, a missing output) request one
-run of all that is stale and downstream of it, pinned to the head. The sensor waits while a run of
-the job is going on; the next tick starts from what that run left fresh.
+Every asset carries `rebuild_condition`: it is requested when it is missing, its code version changed
+(the settings an output depends on are part of its code version), a parent was updated or is
+requested on the same tick (so a commit and all it reaches go in one run), or its `outputs_intact`
+check failed on its latest materialization; never while it or a parent is in progress. The two
+sources are observed every minute by their own condition; `outputs_intact` runs at RAG_REINDEX_CRON
+(the nightly re-index: whatever was deleted or damaged is built again). `make run` does both at once
+(`look`) and then evaluates the same conditions in its own process (`requested`).
 """
 
+import datetime
+from collections.abc import Iterable
+
 import dagster as dg
+from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from dagster._core.definitions.asset_daemon_cursor import AssetDaemonCursor
+from dagster._core.definitions.data_version import DATA_VERSION_TAG, CachingStaleStatusResolver, StaleStatus
+from dagster._serdes import deserialize_value, serialize_value
 
-from rag_pipeline.defs.planner import next_run
-from rag_pipeline.defs.resources import NotesRepository, QuestionsFile
+from rag_pipeline.defs.lineage import CONFIG, OUTPUTS, config_of, recorded
+from rag_pipeline.defs.outputs import damaged, elsewhere
+from rag_pipeline.defs.resources import DataStore
+from rag_pipeline.defs.runs import DATA_DIR_TAG
 
-ACTIVE = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-]
-
-
-def job_running(instance: dg.DagsterInstance, job_name: str) -> bool:
-    return bool(instance.get_run_records(dg.RunsFilter(job_name=job_name, statuses=ACTIVE), limit=1))
-
-
-def reindex(
-    context, notes_repo: NotesRepository, questions_file: QuestionsFile, branch: str
-) -> dg.RunRequest | dg.SkipReason:
-    """The run that brings everything up to date at `branch`'s head, or why none is needed."""
-    pinned = notes_repo.model_copy(update={"ref": branch})
-    found, request = next_run(context.repository_def.asset_graph, context.instance, pinned, questions_file)
-    if request is None:
-        return dg.SkipReason(f"{branch} is at {found.head[:12]}: everything is fresh")
-    context.log.info("stale: " + "; ".join(f"{k.to_user_string()} ({why})" for k, why in found.stale.items()))
-    return request
+OUTPUTS_CHECK = "outputs_intact"
+OBSERVE_CRON = "* * * * *"  # a new commit or questions edit is seen within a minute
+CURSOR = "rag/automation_cursor"  # where `make run` keeps its evaluation state in the instance
+A = dg.AutomationCondition
+REASONS = ("missing", "code or settings changed", "a parent was updated", "an output is missing or damaged")
 
 
-def build_automation(
-    job_name: str, *, branch: str, cron: str, timezone: str, enabled: bool, interval_s: int = 60
-) -> tuple[dg.SensorDefinition, dg.ScheduleDefinition]:
-    status = dg.DefaultSensorStatus.RUNNING if enabled else dg.DefaultSensorStatus.STOPPED
-
-    @dg.sensor(
-        job_name=job_name,
-        minimum_interval_seconds=interval_s,
-        default_status=status,
-        description=f"When `{branch}` of the notes repository moves, the questions file changes or an "
-        "output goes stale, runs everything stale and downstream of it in one run.",
+def rebuild_condition(key: dg.AssetKey) -> dg.AutomationCondition:
+    """Missing, a new code version, an updated parent, or broken outputs; not while anything it
+    reads is being written."""
+    broken = A.any_checks_match(A.check_failed()).allow(
+        dg.AssetSelection.checks(dg.AssetCheckKey(key, OUTPUTS_CHECK))
     )
-    def notes_commit_sensor(
-        context: dg.SensorEvaluationContext,
-        notes_repo: NotesRepository,
-        questions_file: QuestionsFile,
-    ):
-        if job_running(context.instance, job_name):
-            return dg.SkipReason(f"a run of {job_name} is going on")
-        return reindex(context, notes_repo, questions_file, branch)
+    changed = A.code_version_changed().with_label(REASONS[1]) | A.any_deps_updated().with_label(REASONS[2])
+    # missing and broken are states, true until the asset is built again: they stay outside
+    # `since_last_handled`, whose first evaluation only sets its mark and whose mark a build in the
+    # same tick resets (a new instance or data directory builds at once)
+    return (
+        (A.missing().with_label(REASONS[0]) | broken.with_label(REASONS[3]) | changed.since_last_handled())
+        & ~A.any_deps_in_progress()
+        & ~A.in_progress()
+    ).with_label("rebuild")
 
-    @dg.schedule(
-        job_name=job_name,
-        cron_schedule=cron,
-        execution_timezone=timezone,
-        default_status=dg.DefaultScheduleStatus.RUNNING if enabled else dg.DefaultScheduleStatus.STOPPED,
-        description=f"At `{cron}` ({timezone}), runs everything stale at `{branch}`'s head, as the sensor does.",
+
+OBSERVE = A.cron_tick_passed(OBSERVE_CRON).with_label("observed every minute")
+
+
+def with_conditions(assets: Iterable) -> list:
+    """`assets` with the rebuild condition on every materializable asset."""
+    return list(
+        dg.map_asset_specs(
+            lambda spec: spec.replace_attributes(automation_condition=rebuild_condition(spec.key)),
+            [a for a in assets if not getattr(a, "is_observable", False)],
+        )
+    ) + [a for a in assets if getattr(a, "is_observable", False)]
+
+
+def intact(
+    instance: dg.DagsterInstance, key: dg.AssetKey, code_version: str | None, root: str
+) -> tuple[bool, str, int | None]:
+    """Whether `key`'s latest materialization left its outputs whole in the data directory `root`,
+    made under the settings its code version names now; why not; the materialization's storage id."""
+    records = instance.fetch_materializations(key, limit=1).records
+    if not records:
+        return True, "never materialized", None
+    metadata = records[0].asset_materialization.metadata
+    made = recorded(metadata, CONFIG)
+    wanted = config_of(code_version)
+    if wanted is not None and made != wanted:
+        return False, f"made under other settings ({made}, now {wanted})", records[0].storage_id
+    files = recorded(metadata, OUTPUTS) or []
+    problem = elsewhere(files, root) or damaged(files)
+    return problem is None, problem or "every output is there", records[0].storage_id
+
+
+def outputs_check(
+    assets: Iterable[dg.AssetsDefinition], cron: str, timezone: str
+) -> dg.AssetChecksDefinition:
+    """One `outputs_intact` check per asset, run together in one step at `cron`."""
+    versions = {k: v for a in assets if not a.is_observable for k, v in a.code_versions_by_key.items()}
+    description = (
+        "Every file and LanceDB table the latest materialization recorded is there, readable, at the "
+        "recorded version, without duplicate chunk ids, and made under the current settings."
     )
-    def nightly_reindex(
-        context: dg.ScheduleEvaluationContext,
-        notes_repo: NotesRepository,
-        questions_file: QuestionsFile,
-    ):
-        return reindex(context, notes_repo, questions_file, branch)
+    specs = [
+        dg.AssetCheckSpec(
+            OUTPUTS_CHECK,
+            asset=key,
+            description=description,
+            blocking=True,
+            automation_condition=A.cron_tick_passed(cron, timezone).with_label(
+                f"nightly ({cron} {timezone})"
+            ),
+        )
+        for key in versions
+    ]
 
-    return notes_commit_sensor, nightly_reindex
+    @dg.multi_asset_check(specs=specs, can_subset=True, name="outputs_intact")
+    def outputs_intact(context: dg.AssetCheckExecutionContext, store: DataStore):
+        root = str(store.path())
+        for check_key in context.selected_asset_check_keys:
+            passed, why, _ = intact(
+                context.instance, check_key.asset_key, versions[check_key.asset_key], root
+            )
+            yield dg.AssetCheckResult(
+                asset_key=check_key.asset_key, check_name=OUTPUTS_CHECK, passed=passed, metadata={"why": why}
+            )
+
+    return outputs_intact
+
+
+def look(defs: dg.Definitions, instance: dg.DagsterInstance, observed: dict[dg.AssetKey, str]) -> None:
+    """What the sources' and the checks' own conditions would have Dagster record, done at once in
+    this process: a source whose version moved gets an observation, an asset whose outputs are
+    broken gets a failed `outputs_intact` on its latest materialization (once)."""
+    for key, version in observed.items():
+        records = instance.fetch_observations(key, limit=1).records
+        if not records or (records[0].asset_observation.tags or {}).get(DATA_VERSION_TAG) != version:
+            instance.report_runless_asset_event(dg.AssetObservation(key, tags={DATA_VERSION_TAG: version}))
+    graph = defs.resolve_asset_graph()
+    root = str(defs.resources["store"].path())
+    for key in graph.materializable_asset_keys:
+        passed, why, storage_id = intact(instance, key, graph.get(key).code_version, root)
+        if passed:
+            continue
+        check_key = dg.AssetCheckKey(key, OUTPUTS_CHECK)
+        latest = instance.event_log_storage.get_latest_asset_check_execution_by_key([check_key]).get(
+            check_key
+        )
+        event = latest.event if latest is not None else None
+        evaluation = event.dagster_event.event_specific_data if event and event.dagster_event else None
+        target = getattr(evaluation, "target_materialization_data", None)
+        if target is not None and target.storage_id == storage_id and not evaluation.passed:
+            continue  # already recorded for this materialization
+        record = instance.fetch_materializations(key, limit=1).records[0]
+        instance.report_runless_asset_event(
+            dg.AssetCheckEvaluation(
+                asset_key=key,
+                check_name=OUTPUTS_CHECK,
+                passed=False,
+                metadata={"why": dg.MetadataValue.text(why)},
+                target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
+                    storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+                ),
+                severity=dg.AssetCheckSeverity.ERROR,
+                blocking=True,
+            )
+        )
+
+
+def requested(defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[dg.AssetKey, list[str]]:
+    """The assets the conditions request now, each with the reasons that held, evaluated as the
+    sensor would, from the state `make run` left in the instance last time (kept there)."""
+    kept = instance.run_storage.get_cursor_values({CURSOR}).get(CURSOR)
+    cursor = deserialize_value(kept, AssetDaemonCursor) if kept else None
+    result = dg.evaluate_automation_conditions(
+        defs, instance, asset_selection=dg.AssetSelection.all(), cursor=cursor
+    )
+    instance.run_storage.set_cursor_values({CURSOR: serialize_value(result.cursor)})
+    found = {}
+    for entry in result.results:
+        if isinstance(entry.key, dg.AssetKey) and not entry.true_subset.is_empty:
+            found[entry.key] = reasons(entry)
+    return found
+
+
+def reasons(result) -> list[str]:
+    """The labels of the reasons that held in an evaluation of `rebuild_condition`."""
+    held = []
+    todo = list(result.child_results)
+    while todo:
+        child = todo.pop(0)
+        label = child.condition.get_label()
+        if label in REASONS and not child.true_subset.is_empty:
+            held.append(label)
+        todo += child.child_results
+    return held
+
+
+def automation_sensor(enabled: bool, data_dir: str) -> dg.AutomationConditionSensorDefinition:
+    """The one sensor that evaluates every condition (the daemon runs it every 30 s); its runs are
+    tagged with the data directory, so the run queue lets one of them at a time write it."""
+    return dg.AutomationConditionSensorDefinition(
+        "rag_automation",
+        target=dg.AssetSelection.all(include_sources=True) | dg.AssetSelection.all_asset_checks(),
+        default_status=dg.DefaultSensorStatus.RUNNING if enabled else dg.DefaultSensorStatus.STOPPED,
+        run_tags={DATA_DIR_TAG: data_dir},
+        description="Observes the notes branch and the questions file every minute, checks every output "
+        "at RAG_REINDEX_CRON, and runs whatever is missing, changed or broken with all it reaches.",
+    )
+
+
+def unsynced(defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[dg.AssetKey, str]:
+    """The assets the UI shows as unsynced or never materialized, each with Dagster's first reason."""
+    graph = defs.resolve_asset_graph()
+    now = TemporalContext(effective_dt=datetime.datetime.now(datetime.timezone.utc), last_event_id=None)
+    view = AssetGraphView(temporal_context=now, instance=instance, asset_graph=graph)
+    resolver = CachingStaleStatusResolver(instance, graph, view)
+    found = {}
+    for key in graph.materializable_asset_keys:
+        status = resolver.get_status(key)
+        if status == StaleStatus.MISSING:
+            found[key] = "never materialized"
+        elif status == StaleStatus.STALE:
+            cause = resolver.get_stale_causes(key)[0]
+            found[key] = (
+                f"{cause.reason} ({cause.dependency.asset_key.to_user_string()})"
+                if cause.dependency
+                else cause.reason
+            )
+    return found

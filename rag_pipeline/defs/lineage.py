@@ -1,12 +1,12 @@
-"""Whether an asset is fresh, and reusing its last output when it is: one rule for the runner, the
-sensor, the schedule and every step.
+"""Inside a step: returning the last output at once when nothing the asset reads has changed.
 
-An asset is fresh when its last materialization was made by the current code version, under the
-settings it records (`config_version`, the part of its code version after `@`), from the current
-data version of every parent, and every output it recorded is still there and readable. A step
-whose asset is fresh returns at once with its last data version, metadata and check results, so
-"Materialize all" costs what changed; the runner and the sensor run only what is stale and all
-that lies downstream of it, in one run, so no asset runs while one of its ancestors is stale.
+Dagster's automation (`defs/automation.py`) decides which assets a run materializes; a commit's run
+holds everything downstream of what it changed, because Dagster cannot know before the run which
+data versions will come out unchanged, and it has no early cut-off inside a run. This module is that
+cut-off: a step whose asset was last made by the current code version, under the settings it records
+(`config_version`, the part of its code version after `@`), from the current data version of every
+parent, with every recorded output still whole in this data directory, returns its last data
+version, metadata and check results without reading an input. "Materialize all" costs what changed.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from rag_pipeline.defs.outputs import damaged, outputs
+from rag_pipeline.defs.outputs import damaged, elsewhere, outputs
+from rag_pipeline.defs.runs import claim
 
 DATA_VERSION = "dagster/data_version"
 CODE_VERSION = "dagster/code_version"
@@ -33,7 +34,6 @@ CHECKS = "checks"
 # not what a person reads there
 BOOKKEEPING = "bookkeeping"
 REUSED = "reused"
-FETCH = object()  # stale_reason: fetch the latest materialization
 # metadata that counts what a run did, not what its output holds: a reused output did none of it
 WORK = (
     "texts_embedded",
@@ -72,10 +72,15 @@ class Last:
     metadata: dict[str, dg.MetadataValue]
 
     def value(self, name: str) -> object:
-        entry = self.metadata.get(name)
-        if entry is None and BOOKKEEPING in self.metadata:
-            return self.metadata[BOOKKEEPING].value.get(name)
-        return None if entry is None else entry.value
+        return recorded(self.metadata, name)
+
+
+def recorded(metadata: Mapping[str, dg.MetadataValue], name: str) -> object:
+    """A value a materialization recorded: its own metadata entry, else in the bookkeeping entry."""
+    entry = metadata.get(name)
+    if entry is None and BOOKKEEPING in metadata:
+        return metadata[BOOKKEEPING].value.get(name)
+    return None if entry is None else entry.value
 
 
 def last_materialization(instance: dg.DagsterInstance, key: dg.AssetKey) -> Last | None:
@@ -109,13 +114,12 @@ def stale_reason(
     current: Mapping[dg.AssetKey, str] | None = None,
     config: str | None = None,
     external: Mapping[str, object] | None = None,
-    last: Last | object | None = FETCH,
+    last: Last | None,
 ) -> str | None:
     """Why `key` is stale, or None when it is fresh. `current` holds parent versions known better
     than the instance does (sources just observed), `config` the settings the step runs under
     (default: those its code version names), `external` what a source asset read outside Dagster,
-    `last` the asset's latest materialization when the caller has it (default: fetched)."""
-    last = last_materialization(instance, key) if last is FETCH else last
+    `last` the asset's latest materialization."""
     if last is None:
         return "never materialized"
     if last.code_version != version:
@@ -166,8 +170,8 @@ def reuse(
     context: dg.AssetExecutionContext, config: str | None = None, external: Mapping[str, object] | None = None
 ) -> dg.MaterializeResult | None:
     """The last output again when the asset is fresh (see `stale_reason`), else None. Every asset
-    calls it first, so this is where a run becomes the data directory's one writer."""
-    context.resources.store.hold(f"run {context.run_id}", context.log.warning)
+    calls it first, so this is where a run is refused when another one writes the data directory."""
+    claim(context, context.resources.store.data_dir)
     key = context.asset_key
     version = context.assets_def.code_versions_by_key[key]
     parents = sorted(context.assets_def.asset_deps[key], key=lambda k: k.to_user_string())
@@ -182,6 +186,7 @@ def reuse(
         external=external,
         last=last,
     )
+    reason = reason or elsewhere(last.value(OUTPUTS), str(context.resources.store.path()))
     if reason is not None:
         context.log.info(f"{key.to_user_string()}: {reason}")
         return None

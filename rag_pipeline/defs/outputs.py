@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rag_pipeline.lib.core import location, parquet_file
 from rag_pipeline.lib.release import CURRENT, RELEASE_DIR, verify_release
@@ -43,6 +44,9 @@ def damaged(recorded: object) -> str | None:
                 continue
             if version != entry["version"]:
                 return f"LanceDB table {entry['table']} is at version {version}, not {entry['version']}"
+            ids = table.search().select(["chunk_id"]).limit(None).to_arrow()["chunk_id"]
+            if pc.count_distinct(ids).as_py() != len(ids):
+                return f"LanceDB table {entry['table']} holds a chunk_id twice"
             continue
         path = location(entry["path"])
         if not path.exists():
@@ -56,3 +60,14 @@ def damaged(recorded: object) -> str | None:
             except (OSError, pa.ArrowException) as exc:
                 return f"{path} cannot be read ({exc})"
     return None
+
+
+def elsewhere(recorded: object, root: str) -> str | None:
+    """Why the data directory `root` holds none of the recorded outputs (another data directory
+    made them), or None."""
+    places = [str(e.get("path", e.get("db"))) for e in recorded or []]
+    return (
+        f"{root} holds none of its outputs"
+        if places and not any(p.startswith(root) for p in places)
+        else None
+    )

@@ -9,6 +9,7 @@ import pandas as pd
 
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.assets import stage_asset
+from rag_pipeline.defs.automation import OBSERVE
 from rag_pipeline.defs.lineage import materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.core import content_version, rebuild_by_note
@@ -20,13 +21,19 @@ HEAD = dg.AssetKey("notes_head")
 QUESTIONS_FILE = dg.AssetKey("questions_file")
 
 
-@dg.observable_source_asset(group_name="sources", description="The commit the configured ref names now.")
+@dg.observable_source_asset(
+    group_name="sources",
+    description="The commit the configured ref names now.",
+    automation_condition=OBSERVE,
+)
 def notes_head(notes_repo: NotesRepository) -> dg.DataVersion:
     return dg.DataVersion(notes_repo.head())
 
 
 @dg.observable_source_asset(
-    group_name="sources", description="The gold questions file, versioned by the sha256 of its bytes."
+    group_name="sources",
+    description="The gold questions file, versioned by the sha256 of its bytes.",
+    automation_condition=OBSERVE,
 )
 def questions_file(questions_file: QuestionsFile) -> dg.DataVersion:
     return dg.DataVersion(questions_file.sha256())

@@ -1,121 +1,159 @@
-"""The commit sensor and the nightly schedule against a real git repository and a real instance."""
+"""Dagster's declarative automation decides what runs: every asset has a condition, `make run` runs
+exactly what the conditions request, and that is what Dagster reports as unsynced and all it reaches.
+Real git repositories and real Dagster instances (sqlite on disk where a test needs one)."""
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import dagster as dg
-import pandas as pd
+import pytest
 
-from rag_pipeline.definitions import JOB, build_assets, index_and_evaluate, resources_from_env
-from rag_pipeline.defs.automation import build_automation
-from rag_pipeline.defs.planner import FROM_TAG, TO_TAG, execute, last_indexed_commit
-from rag_pipeline.lib.chunking import load_strategies
+from rag_pipeline.defs import evaluation
+from rag_pipeline.defs.automation import OUTPUTS_CHECK
+from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name, holder
+from rag_pipeline.lib.serving import open_table
 from rag_pipeline_tests.support.repos import NOTES, QUESTIONS, commit_files
-from rag_pipeline_tests.support.runs import done_and_reused
+from rag_pipeline_tests.support.runs import done_and_reused, make_run, project_definitions
+
+TCP = "content/notes/net/tcp-handshake/index.md"
 
 
-def setup(env):
-    env = env | {"RAG_RETRIEVERS": "dense", "RAG_STRATEGIES": "fixed-200,section"}
-    resources = resources_from_env(env)
-    sensor, schedule = build_automation(
-        JOB, branch="main", cron="0 3 * * *", timezone="Europe/Paris", enabled=False
-    )
-    assets = build_assets(load_strategies(env["RAG_STRATEGIES"], None), resources)
-    defs = dg.Definitions(
-        assets=assets, jobs=[index_and_evaluate], resources=resources, sensors=[sensor], schedules=[schedule]
-    )
-    return defs, sensor, schedule
+def downstream(defs: dg.Definitions, keys) -> set[str]:
+    """`keys` and every asset below them."""
+    graph = defs.resolve_asset_graph()
+    found, todo = set(), list(keys)
+    while todo:
+        key = todo.pop()
+        if key not in found:
+            found.add(key)
+            todo += graph.get(key).child_keys
+    return {k.to_user_string() for k in found}
 
 
-def tick(definition, defs, instance, **kwargs):
-    """Evaluate a sensor or schedule once, as the daemon would."""
-    is_sensor = isinstance(definition, dg.SensorDefinition)
-    build = dg.build_sensor_context if is_sensor else dg.build_schedule_context
-    repository = defs.get_repository_def()
-    with build(instance=instance, resources=defs.resources, repository_def=repository, **kwargs) as context:
-        result = definition(context)
-    requests = result.run_requests if isinstance(result, dg.SensorResult) else result
-    if isinstance(requests, dg.SkipReason) or requests is None:
-        return requests
-    if isinstance(requests, dg.RunRequest):
-        return requests
-    return requests[0] if requests else None
+def test_every_asset_has_an_automation_condition_and_one_sensor_evaluates_them(small_env):
+    defs = project_definitions(small_env)
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        assert graph.get(key).automation_condition is not None, key
+    # the checks an asset runs itself run with it; `outputs_intact` runs on its own, nightly
+    own = [k for k in graph.asset_check_keys if k.name == OUTPUTS_CHECK]
+    assert {k.asset_key for k in own} == set(graph.materializable_asset_keys)
+    assert all(graph.get(k).automation_condition is not None for k in own)
+    sensors = [defs.resolve_sensor_def(s.name) for s in defs.sensors]
+    assert [type(s) for s in sensors] == [dg.AutomationConditionSensorDefinition]
+    assert not defs.schedules
+    name = data_dir_name(small_env["RAG_DATA_DIR"])
+    assert defs.resolve_job_def("index_and_evaluate").tags[DATA_DIR_TAG] == name
 
 
-def test_a_tick_brings_everything_up_to_date_in_one_run(notes_repo, small_env, tmp_path):
-    defs, sensor, _ = setup(small_env)
-    with dg.instance_for_test() as instance:
-        first = notes_repo.head.commit.hexsha
-        request = tick(sensor, defs, instance)
-        assert request.tags == {FROM_TAG: "", TO_TAG: first}
-        assert request.run_config["resources"]["notes_repo"]["config"]["ref"] == first
-        names = [k.to_user_string() for k in request.asset_selection]
-        assert names[:2] == ["notes_head", "questions_file"] and "evaluation_summary" in names
-        assert execute(defs, instance, request, JOB).success
-        assert isinstance(tick(sensor, defs, instance), dg.SkipReason)  # one run did it all
-
-        # a note edit and a questions edit together: the next tick's one run takes both
-        edited = (
-            NOTES["content/notes/net/tcp-handshake/index.md"] + "\n### Teardown\nFIN closes each direction.\n"
-        )
-        second = commit_files(notes_repo, {"content/notes/net/tcp-handshake/index.md": edited}, "edit")
-        questions = tmp_path / "questions.json"
-        questions.write_text(json.dumps(QUESTIONS[:4], ensure_ascii=False), encoding="utf-8")
-        request = tick(sensor, defs, instance)
-        assert request.tags == {FROM_TAG: first, TO_TAG: second}
-        result = execute(defs, instance, request, JOB)
-        done, _ = done_and_reused(result)
-        assert {"source_notes", "questions", "evaluation_summary", "answers"} <= done
-        assert isinstance(tick(sensor, defs, instance), dg.SkipReason)
-        summary = pd.read_parquet(tmp_path / "out" / "reports" / "evaluation_summary.parquet")
-        assert set(summary["commit"]) == {second} and set(summary["n_unanswerable"]) == {0}
-
-
-def test_a_commit_during_a_run_waits_for_the_next_tick(notes_repo, small_env):
-    defs, sensor, _ = setup(small_env)
-    with dg.instance_for_test() as instance:
-        request = tick(sensor, defs, instance)
-        running = instance.create_run_for_job(defs.resolve_job_def(JOB), run_config=request.run_config)
-        assert "is going on" in str(tick(sensor, defs, instance).skip_message)
-        instance.report_run_canceled(running)
-        assert tick(sensor, defs, instance).run_key == request.run_key  # the same plan, asked once
-
-
-def test_the_nightly_schedule_alone_completes_the_reindex(notes_repo, small_env):
-    defs, _, schedule = setup(small_env)
-    with dg.instance_for_test() as instance:
-        assert schedule.execution_timezone == "Europe/Paris"
-        request = tick(schedule, defs, instance)
-        head = notes_repo.head.commit.hexsha
-        # a commit after the tick is not what the requested run indexes: it is pinned to the head seen
-        commit_files(
-            notes_repo, {"content/notes/net/extra/index.md": "---\ntitle: X\n---\nExtra.\n"}, "later"
-        )
-        assert execute(defs, instance, request, JOB).success
-        assert last_indexed_commit(instance) == head
-        later = notes_repo.head.commit.hexsha
-        request = tick(schedule, defs, instance)
-        assert request.tags == {FROM_TAG: head, TO_TAG: later}
-        assert execute(defs, instance, request, JOB).success
-        assert isinstance(tick(schedule, defs, instance), dg.SkipReason)
-
-
-def test_a_commit_that_breaks_a_labelled_evidence_is_indexed_and_reported_stale(
-    notes_repo, small_env, tmp_path
+@pytest.mark.parametrize("change", ["notes", "questions", "settings", "code"])
+def test_what_make_run_runs_is_what_dagster_reports_unsynced_and_all_it_reaches(
+    change, notes_repo, small_env, questions_path, monkeypatch
 ):
-    head = notes_repo.head.commit.hexsha
-    labelled = [q | {"commit": head[:10]} if q["slug"] else q for q in QUESTIONS]
-    (tmp_path / "questions.json").write_text(json.dumps(labelled, ensure_ascii=False), encoding="utf-8")
-    defs, sensor, _ = setup(small_env)
+    env = small_env | {"RAG_STRATEGIES": "fixed-200,section", "RAG_RETRIEVERS": "dense"}
+    instance = dg.DagsterInstance.ephemeral()
+    found, cold = make_run(project_definitions(env), instance)
+    assert cold.success and set(found.stale.values()) == {"never materialized"}
+    assert found.after == {}
+    assert make_run(project_definitions(env), instance) == (found.__class__({}, {}), None)
+
+    if change == "notes":
+        commit_files(notes_repo, {TCP: NOTES[TCP] + "\n### Teardown\nFIN closes each direction.\n"}, "edit")
+    elif change == "questions":
+        questions_path.write_text(json.dumps(QUESTIONS[:4], ensure_ascii=False), encoding="utf-8")
+    elif change == "settings":
+        env = env | {"RAG_RETRIEVERS": "dense,bm25"}
+    else:
+        monkeypatch.setattr(evaluation, "EVALUATION_VERSION", "evaluation-test")
+    defs = project_definitions(env)
+    found, result = make_run(defs, instance)
+    assert found.stale, change  # Dagster sees the change
+    assert {k.to_user_string() for k in found.requested} == downstream(defs, found.stale)
+    assert result.success
+    done, reused = done_and_reused(result)
+    assert done | reused == downstream(defs, found.stale)
+    # one run did it all: nothing unsynced, nothing requested
+    assert found.after == {}
+    assert make_run(defs, instance) == (found.__class__({}, {}), None)
+
+
+def test_a_broken_output_fails_its_check_and_its_asset_runs_again(small_env):
+    env = small_env | {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense"}
+    defs, instance = project_definitions(env), dg.DagsterInstance.ephemeral()
+    assert make_run(defs, instance)[1].success
+    data = Path(env["RAG_DATA_DIR"])
+    table = open_table(data / "lancedb", "section")
+    table.add(table.to_arrow().slice(0, 1))  # a chunk_id twice, as two writers once left it
+    with open(data / "retrieval" / "section.parquet", "r+b") as f:
+        f.truncate(100)
+    found, result = make_run(defs, instance)
+    assert found.requested[dg.AssetKey("index_section")] == ["an output is missing or damaged"]
+    assert found.requested[dg.AssetKey("retrieval_section")] == ["an output is missing or damaged"]
+    assert result.success
+    ids = open_table(data / "lancedb", "section").search().select(["chunk_id"]).limit(None).to_pandas()
+    assert not ids["chunk_id"].duplicated().any()
+    assert found.after == {}
+
+
+def test_a_new_data_directory_with_the_same_instance_is_built_whole(small_env, tmp_path):
+    env = small_env | {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense"}
+    instance = dg.DagsterInstance.ephemeral()
+    assert make_run(project_definitions(env), instance)[1].success
+    moved = env | {"RAG_DATA_DIR": str(tmp_path / "elsewhere")}
+    defs = project_definitions(moved)
+    found, result = make_run(defs, instance)
+    assert {k.to_user_string() for k in found.requested} == {
+        k.to_user_string() for k in defs.resolve_asset_graph().materializable_asset_keys
+    }
+    assert result.success
+    assert (tmp_path / "elsewhere" / "reports" / "evaluation_summary.parquet").exists()
+    assert make_run(defs, instance)[1] is None
+
+
+def test_a_second_run_on_one_data_directory_is_refused_naming_the_first(small_env, tmp_path):
+    env = small_env | {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense"}
+    defs = project_definitions(env)
     with dg.instance_for_test() as instance:
-        assert execute(defs, instance, tick(sensor, defs, instance), JOB).success
-        deadlock = "content/notes/db/deadlock/index.md"
-        broken = NOTES[deadlock].replace("SQLSTATE 40P01 が返ります", "エラーコード 40P01 が返されます")
-        commit_files(notes_repo, {deadlock: broken}, "reword the deadlock note")
-        result = execute(defs, instance, tick(sensor, defs, instance), JOB)
-        assert result.success  # a stale label never fails the run
-        drift = pd.read_parquet(tmp_path / "out" / "reports" / "gold_drift.parquet")
-        status = drift.groupby("question_id")["gold_status"].first().to_dict()
-        assert status == {"1": "stale", "4": "carried"}  # 4's evidence is elsewhere in the note
-        assert "40P01" in drift.loc[drift["question_id"] == "1", "suggested_evidence"].iloc[0]
-        summary = pd.read_parquet(tmp_path / "out" / "reports" / "evaluation_summary.parquet")
-        assert set(summary["n_stale_gold"]) == {1} and set(summary["n_questions"]) == {3}
+        job = defs.resolve_job_def("index_and_evaluate")
+        tags = {DATA_DIR_TAG: data_dir_name(env["RAG_DATA_DIR"])}
+        # a run of the job that started first and writes the directory
+        first = instance.add_run(
+            dg.DagsterRun(job_name=job.name, status=dg.DagsterRunStatus.STARTED, tags=tags)
+        )
+        _, result = make_run(defs, instance)
+        assert not result.success
+        failure = next(e for e in result.all_events if e.is_step_failure)
+        message = failure.event_specific_data.error.cause.message
+        assert f"is written by run {first.run_id}" in message
+        assert holder(instance, result.run_id, data_dir_name(env["RAG_DATA_DIR"])).run_id == first.run_id
+        instance.report_run_canceled(first)
+        assert make_run(defs, instance)[1].success
+
+
+def test_the_checks_run_nightly_and_the_sources_every_minute(small_env):
+    defs = project_definitions(small_env | {"RAG_REINDEX_CRON": "30 2 * * *"})
+    graph = defs.resolve_asset_graph()
+    check = graph.get(dg.AssetCheckKey(dg.AssetKey("answers"), OUTPUTS_CHECK))
+    assert "30 2 * * *" in str(check.automation_condition.get_label())
+    source = graph.get(dg.AssetKey("notes_head"))
+    assert "every minute" in str(source.automation_condition.get_label())
+    shutil.rmtree(small_env["RAG_DATA_DIR"], ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_make_run_needs_no_daemon_and_no_dagster_yaml(small_env, tmp_path):
+    """A fresh DAGSTER_HOME (as `make holdout` has on a fresh clone): the run is executed, not queued."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = os.environ | small_env | {"DAGSTER_HOME": str(home), "RAG_STRATEGIES": "section"}
+    env |= {"RAG_RETRIEVERS": "dense"}
+    runner = [sys.executable, "-m", "rag_pipeline.run"]
+    first = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert not (home / "dagster.yaml").exists()
+    again = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and "nothing is stale" in again.stdout

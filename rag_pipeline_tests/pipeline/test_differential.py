@@ -1,10 +1,10 @@
 """Incremental equals from scratch: a seeded random sequence of changes (notes added, edited, deleted,
-renamed, restricted or opened; the questions file edited; settings changed; outputs deleted by hand),
-each followed by the `make run` path, must leave every report Parquet, `answers.parquet`, every
-configured served table and the current experiment's outcomes exactly as a fresh build of the same
-state gives them, in one run; the release must judge the same candidate (and, when it releases, serve
-the same rows as live), and no prompt that reaches the chat server may hold text of a note its asker
-may not read.
+renamed, restricted or opened; the questions file edited; settings changed; outputs deleted, damaged
+or given a duplicate row by hand), each followed by the `make run` path, must leave every report
+Parquet, `answers.parquet`, every configured served table and the current experiment's outcomes
+exactly as a fresh build of the same state gives them, in one run; the release must judge the same
+candidate (and, when it releases, serve the same rows as live), and no prompt that reaches the chat
+server may hold text of a note its asker may not read.
 
 CI runs 24 steps of one seed. A longer sequence on demand (a failure prints the seed and the step):
     RAG_DIFF_SEED=7 RAG_DIFF_STEPS=200 .venv/bin/python -m pytest rag_pipeline_tests/pipeline/test_differential.py
@@ -40,6 +40,9 @@ MEASURED = {
 }
 SEED = int(os.environ.get("RAG_DIFF_SEED", "19"))
 STEPS = int(os.environ.get("RAG_DIFF_STEPS", "24"))
+# besides the random ones, every sequence has a failed blocking check (`outputs_intact` on a Parquet
+# file cut short) and a duplicate chunk_id injected into a served table; both must be rebuilt
+FORCED = {3: World.damage_output, 6: World.duplicate_served_row}
 
 
 def frame(path: Path) -> tuple[pd.DataFrame, dict]:
@@ -149,7 +152,8 @@ def test_incremental_runs_equal_fresh_builds(tmp_path):
         for step in range(STEPS + 1):
             where = f"seed {SEED}, step {step} ({history[-1]}); changes so far: {history}"
             if step:
-                history.append(world.change(data))
+                forced = FORCED.get(step)
+                history.append(forced(world, data) if forced else world.change(data))
                 where = f"seed {SEED}, step {step} ({history[-1]})"
             env = world.env | {"RAG_DATA_DIR": str(data)}
             sent = len(llm.requests)

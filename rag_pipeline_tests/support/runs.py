@@ -4,6 +4,7 @@ its CLIs in a process of their own."""
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -37,15 +38,30 @@ def run_all(
     )
 
 
-def make_run(defs, instance):
-    """What `make run` does, in this process: observe, plan, execute the planned run (none when
-    everything is fresh). Returns (plan, result or None)."""
-    from rag_pipeline.defs.planner import execute, next_run
+@dataclass
+class Found:
+    """What `make run` found before its run: the assets the conditions request (with the reasons that
+    held), and those Dagster reports as unsynced or missing (with its reason)."""
 
-    r = defs.resources
-    graph = defs.resolve_asset_graph()
-    found, request = next_run(graph, instance, r["notes_repo"], r["questions_file"])
-    result = None if request is None else execute(defs, instance, request, "index_and_evaluate")
+    requested: dict
+    stale: dict
+    after: dict | None = None  # requested right after the run: `make run` evaluates again at once
+
+
+def make_run(defs, instance) -> tuple[Found, object]:
+    """What `make run` does, in this process: observe and check (`automation.look`), evaluate the
+    assets' conditions, execute one run of what they request (None when nothing is)."""
+    from rag_pipeline.defs.automation import unsynced
+    from rag_pipeline.run import due, execute, pinned_config
+
+    head, wanted = due(defs, instance)
+    found = Found(wanted, unsynced(defs, instance))
+    if not wanted:
+        return found, None
+    job = defs.resolve_job_def("index_and_evaluate")
+    config = pinned_config(defs.resources["notes_repo"], head)
+    result = execute(job, instance, list(wanted), config, {})
+    found.after = due(defs, instance)[1]
     return found, result
 
 

