@@ -160,9 +160,7 @@ def run_versions(context: dg.AssetExecutionContext, parents: Sequence[dg.AssetKe
 def reuse(
     context: dg.AssetExecutionContext, config: str | None = None, external: Mapping[str, object] | None = None
 ) -> dg.MaterializeResult | None:
-    """The last output again when the asset is fresh (see `stale_reason`), else None. Every asset
-    calls it first, so this is where a run becomes the data directory's one writer."""
-    context.resources.store.hold(f"run {context.run_id}", context.log.warning)
+    """The last output again when the asset is fresh (see `stale_reason`), else None."""
     key = context.asset_key
     version = context.assets_def.code_versions_by_key[key]
     parents = sorted(context.assets_def.asset_deps[key], key=lambda k: k.to_user_string())

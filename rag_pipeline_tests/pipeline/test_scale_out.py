@@ -1,12 +1,10 @@
 """Beyond one machine: the whole job under the multiprocess executor, its data directory on an
 S3-compatible server (moto) on 127.0.0.1, gives the reports a local in-process run gives."""
 
-import boto3
 import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from moto.server import ThreadedMotoServer
 
 from rag_pipeline import show_report
 from rag_pipeline.definitions import build_assets, build_definitions, reconstructable_job
@@ -22,24 +20,6 @@ REPORTS = [
     "serving.parquet",
     "answer_summary.parquet",
 ]
-
-
-@pytest.fixture
-def s3(monkeypatch) -> str:
-    """An empty bucket on a moto server on 127.0.0.1, its settings in the standard AWS_* variables."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    for name, value in {
-        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    boto3.client("s3", endpoint_url=f"http://{host}:{port}").create_bucket(Bucket="rag-test")
-    yield "s3://rag-test/run"
-    server.stop()
 
 
 def test_a_location_on_s3_reads_writes_lists_and_deletes(s3):

@@ -8,6 +8,7 @@ publishes the whole object at once, so it goes straight to its key.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import shutil
@@ -36,15 +37,30 @@ class StorageError(OSError):
     """The object store could not be reached or refused the request; the message names the settings."""
 
 
+def _gone(where: Location) -> bool:
+    """Whether the object is missing (as far as the store can still be asked)."""
+    try:
+        return where.fs.get_file_info(where.key).type == pafs.FileType.NotFound
+    except OSError:
+        return False
+
+
 @contextmanager
-def object_store(where: Location) -> Iterator[None]:
+def object_store(where: AnyPath) -> Iterator[None]:
     """pyarrow's S3 errors as one line naming the object and the AWS_* variables that decide where
-    and as whom it is read; a missing object stays a FileNotFoundError."""
+    and as whom it is read. A missing object is a FileNotFoundError, as a missing local file is,
+    also when a request after the first finds it gone (deleted after it was listed or opened:
+    pyarrow then words it NO_SUCH_KEY, or fails to read the error into a short range's buffer).
+    For a local path, errors pass unchanged."""
     try:
         yield
     except (FileNotFoundError, StorageError):
         raise
     except OSError as exc:
+        if not isinstance(where, Location):
+            raise
+        if _gone(where):
+            raise FileNotFoundError(errno.ENOENT, "no such object", str(where)) from exc
         via = f"endpoint {_endpoint()}" if _endpoint() else "AWS S3 itself (no AWS_ENDPOINT_URL)"
         keys = "set" if os.environ.get("AWS_ACCESS_KEY_ID") else "not set"
         raise StorageError(
@@ -124,10 +140,12 @@ class Location:
         """Object stores have no directories: a prefix exists once an object is under it."""
 
     def unlink(self, missing_ok: bool = False) -> None:
-        if missing_ok and not self.exists():
-            return
-        with object_store(self):
-            self.fs.delete_file(self.key)
+        try:
+            with object_store(self):
+                self.fs.delete_file(self.key)
+        except FileNotFoundError:  # deleted meanwhile by another process, maybe on another machine
+            if not missing_ok:
+                raise
 
     def files(self, pattern: str = "*", recursive: bool = False) -> list[Location]:
         """The objects under this prefix whose name matches `pattern`, sorted."""
@@ -200,9 +218,13 @@ def parquet_file(path: AnyPath, **options) -> pq.ParquetFile:
 
 def _atomic(path: AnyPath, write) -> None:
     if isinstance(path, Location):
-        # the object appears when the upload completes
-        with object_store(path), path.fs.open_output_stream(path.key) as stream:
-            write(stream)
+        # the object appears when its upload completes, and closing an upload completes it even
+        # after a failed write: the object is written to a local file first, then uploaded whole
+        with tempfile.TemporaryDirectory(prefix="rag-upload-") as scratch:
+            local = Path(scratch) / path.name
+            write(str(local))
+            with object_store(path):
+                pafs.copy_files(str(local), path.key, pafs.LocalFileSystem(), path.fs, use_threads=False)
         return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -250,13 +272,7 @@ def write_frame(frame: pd.DataFrame, path: str | AnyPath, row_group_size: int | 
 
 
 def write_bytes(data: bytes, path: str | AnyPath) -> None:
-    def write(out) -> None:
-        if isinstance(out, str):
-            Path(out).write_bytes(data)
-        else:
-            out.write(data)
-
-    _atomic(as_path(path), write)
+    _atomic(as_path(path), lambda out: Path(out).write_bytes(data))
 
 
 def table_bytes(table: pa.Table) -> bytes:
