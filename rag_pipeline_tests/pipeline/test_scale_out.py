@@ -1,17 +1,17 @@
 """Beyond one machine: the whole job under the multiprocess executor, its data directory on an
 S3-compatible server (moto) on 127.0.0.1, gives the reports a local in-process run gives."""
 
+import sys
+
 import dagster as dg
-import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 
 from rag_pipeline import show_report
 from rag_pipeline.definitions import build_assets, build_definitions, reconstructable_job
 from rag_pipeline.lib.chunking import load_strategies
-from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes
+from rag_pipeline.lib.core import location, storage_options, write_bytes
 from rag_pipeline.settings import Settings, SettingsError
-from rag_pipeline_tests.support.runs import run_all
+from rag_pipeline_tests.support.runs import assert_same_reports, run_all
 
 STRATEGIES = "fixed-500,section"  # two lanes: enough to run side by side, few processes to start
 REPORTS = [
@@ -33,11 +33,18 @@ def test_a_location_on_s3_reads_writes_lists_and_deletes(s3):
 
 
 def test_the_executor_and_lancedb_settings_come_from_the_environment(monkeypatch):
-    for executor in ("in_process", "multiprocess"):
+    for executor in ("in_process", "multiprocess", "celery"):
         defs = build_definitions(Settings.from_env({"RAG_EXECUTOR": executor}))
         assert defs.resolve_job_def("index_and_evaluate").executor_def.name == executor
-    with pytest.raises(SettingsError, match="RAG_EXECUTOR='k8s' is not valid"):
-        Settings.from_env({"RAG_EXECUTOR": "k8s"})
+    with pytest.raises(SettingsError, match="RAG_EXECUTOR='dask' is not valid"):
+        Settings.from_env({"RAG_EXECUTOR": "dask"})
+    for executor, module in [("celery", "dagster_celery"), ("k8s", "dagster_k8s")]:
+        monkeypatch.setitem(sys.modules, module, None)  # as if its extra were not installed
+        with pytest.raises(SettingsError) as missing:
+            build_definitions(Settings.from_env({"RAG_EXECUTOR": executor}))
+        assert str(missing.value) == (
+            f"RAG_EXECUTOR={executor} needs the {executor} extra: pip install -e '.[{executor}]'"
+        )
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
@@ -72,13 +79,6 @@ def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
     local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
     assert run_all(local, build_assets(load_strategies(STRATEGIES, None))).success
     run_multiprocess(local | {"RAG_DATA_DIR": s3}, monkeypatch)
-    reports, expected = location(s3) / "reports", tmp_path / "out" / "reports"
-    assert [f.name for f in reports.files()] == sorted(f.name for f in expected.iterdir())
-    for path in expected.glob("*.parquet"):
-        timing = [c for c in pq.read_schema(path).names if c.startswith("latency_")]  # measured, not computed
-        pd.testing.assert_frame_equal(
-            read_frame(reports / path.name).drop(columns=timing), pd.read_parquet(path).drop(columns=timing)
-        )
-    assert (reports / "report.md").read_text() == (expected / "report.md").read_text()
+    assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports")
     assert show_report.main() == 0 and "Every configuration" in capsys.readouterr().out  # reads S3 too
     assert (location(s3) / "lancedb" / "fixed_500.lance").exists()

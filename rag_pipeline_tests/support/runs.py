@@ -59,3 +59,21 @@ def materialization_metadata(result, asset: str) -> dict:
         if mat.asset_key.to_user_string() == asset:
             return {k: v.value for k, v in mat.metadata.items()}
     raise KeyError(asset)
+
+
+def assert_same_reports(reports, expected) -> None:
+    """The reports under `reports` (a local path or an S3 `Location`) equal those under the local
+    `expected`, but for measured latencies."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from rag_pipeline.lib.core import Location, read_frame
+
+    names = [f.name for f in (reports.files() if isinstance(reports, Location) else reports.iterdir())]
+    assert sorted(names) == sorted(f.name for f in expected.iterdir())
+    for path in expected.glob("*.parquet"):
+        timing = [c for c in pq.read_schema(path).names if c.startswith("latency_")]  # measured, not computed
+        pd.testing.assert_frame_equal(
+            read_frame(reports / path.name).drop(columns=timing), pd.read_parquet(path).drop(columns=timing)
+        )
+    assert (reports / "report.md").read_text() == (expected / "report.md").read_text()
