@@ -1,6 +1,8 @@
 """Beyond one machine: the whole job under the multiprocess executor, its data directory on an
 S3-compatible server (moto) on 127.0.0.1, gives the reports a local in-process run gives."""
 
+import os
+import subprocess
 import sys
 
 import dagster as dg
@@ -10,6 +12,7 @@ from rag_pipeline import show_report
 from rag_pipeline.definitions import build_assets, build_definitions, reconstructable_job
 from rag_pipeline.lib.chunking import load_strategies
 from rag_pipeline.lib.core import location, storage_options, write_bytes
+from rag_pipeline.lib.serving import duplicate_chunk_ids, open_table
 from rag_pipeline.settings import Settings, SettingsError
 from rag_pipeline_tests.support.runs import assert_same_reports, run_all
 
@@ -82,3 +85,35 @@ def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
     assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports")
     assert show_report.main() == 0 and "Every configuration" in capsys.readouterr().out  # reads S3 too
     assert (location(s3) / "lancedb" / "fixed_500.lance").exists()
+
+
+@pytest.mark.slow  # two whole runs at once
+def test_two_machines_building_one_s3_data_directory_at_once_both_succeed(
+    small_env, tmp_path, s3, monkeypatch
+):
+    """Two `dagster job execute` on one S3 data directory, started together, each with its own
+    TMPDIR and DAGSTER_HOME (two machines, no shared lock or instance): the shared vector store
+    and tables survive both, no table holds a chunk_id twice, and the reports are a fresh build's."""
+    local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
+    assert run_all(local, build_assets(load_strategies(STRATEGIES, None))).success
+    runs = []
+    for machine in ("a", "b"):
+        for part in ("tmp", "home"):
+            (tmp_path / machine / part).mkdir(parents=True)
+        env = os.environ | local | {"RAG_DATA_DIR": s3, "TMPDIR": str(tmp_path / machine / "tmp")}
+        env["DAGSTER_HOME"] = str(tmp_path / machine / "home")
+        command = [sys.executable, "-m", "dagster", "job", "execute", "-m", "rag_pipeline.definitions"]
+        runs.append(
+            subprocess.Popen(
+                [*command, "-j", "index_and_evaluate"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    outputs = [run.communicate(timeout=900)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [out[-3000:] for out in outputs]
+    for table in ("fixed_500", "section"):
+        assert duplicate_chunk_ids(open_table(location(s3) / "lancedb", table)) == 0
+    assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports")

@@ -5,12 +5,10 @@ indexes each segment by reading its `text_hash` column alone, and reads only the
 holding the rows asked for. Compaction folds segments of similar size into one (size-tiered, so
 frequent small flushes stay cheap) and never touches segments past `merge_bytes`.
 
-Several processes, on several machines, may write and compact one store at once, with no lock: a
-merged segment names the segments it replaces in its footer, and from the moment it lands every
-store's index leaves them out. They are deleted only by a compaction `retire_seconds` later, so a
-reader that indexed them before keeps reading them meanwhile (and after that, one that finds a
-segment gone indexes the store again). Two compactions of the same segments leave two merged
-copies (harmless duplicates, folded later), never a loss: a merge deletes nothing.
+Processes on several machines may write and compact one store at once, with no lock: a merged
+segment names the segments it replaces in its footer, and every index leaves them out from then on;
+a compaction `retire_seconds` later deletes them, so whoever indexed them keeps reading them (and
+then indexes the store again). A merge deletes nothing: two merges of one tier leave duplicates.
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ from rag_pipeline.lib.core.storage import (
     file_size,
     object_store,
     parquet_file,
+    regrouped,
     write_batches,
     write_bytes,
     write_table,
@@ -95,8 +94,7 @@ class Segment:
         return segment
 
     @property
-    def written_ns(self) -> int:
-        """When it was written, by the writer's clock (its name says)."""
+    def written_ns(self) -> int:  # by the writer's clock, in its name
         return int(self.path.name.split("-")[1])
 
     def find(self, keys: np.ndarray) -> np.ndarray:
@@ -150,8 +148,7 @@ class SegmentStore:
         return sorted(self.dir.glob("segment-*.parquet"))
 
     def refresh(self) -> None:
-        """Index segments written since (by this process or another), and leave out those a merged
-        segment replaces (newest first: a replaced segment is not even opened)."""
+        """Index segments written since (by any process) but those a merged one replaces."""
         self._indexed = True
         paths = self._paths()
         names = {p.name for p in paths}
@@ -159,7 +156,7 @@ class SegmentStore:
             _OPENED.pop(str(gone.path), None)
         known, self._segments, self._replaced = self._segments, {}, {}
         replaced_by: dict[str, int] = {}
-        for path in reversed(paths):  # names sort by the time they were written
+        for path in reversed(paths):  # newest first (names sort by time): a replaced one is not opened
             if path.name in replaced_by:
                 self._replaced[path.name] = (path, replaced_by[path.name])
                 continue
@@ -175,9 +172,8 @@ class SegmentStore:
         self._segments = dict(sorted(self._segments.items()))  # a look-up finds the oldest copy first
 
     def live(self) -> list[AnyPath]:
-        """The segments a look-up reads now (those not replaced by a merged one), indexed anew."""
-        self.refresh()
-        return sorted(s.path for s in self._segments.values())
+        """The segments a look-up reads now (not replaced by a merged one), indexed anew."""
+        return self.refresh() or sorted(s.path for s in self._segments.values())
 
     def hashes(self) -> list[str]:
         """Every hash stored, once."""
@@ -246,7 +242,7 @@ class SegmentStore:
         self.refresh()
         retired = time.time_ns() - int(self.retire_seconds * 1e9)
         for name, (path, replaced_at) in list(self._replaced.items()):
-            if replaced_at <= retired:
+            if replaced_at <= retired:  # past any reader's index
                 path.unlink(missing_ok=True)
                 del self._replaced[name]
                 _OPENED.pop(str(path), None)
@@ -262,8 +258,7 @@ class SegmentStore:
     def _merge(self, victims: list[Segment]) -> bool:
         """One segment of the victims' rows, one row per hash in the order written (rows of one
         write stay together), streamed row group by row group: a merge holds a group, not the
-        segments. Its footer names the segments it replaces (theirs too, while they are still
-        there): the victims stay until a later compaction retires them."""
+        segments. Its footer names the segments it replaces (and those they replace, still there)."""
         keys = np.concatenate([s.keys for s in victims])
         _, first = np.unique(keys, return_index=True)
         keep = np.zeros(len(keys), bool)
@@ -303,17 +298,3 @@ class SegmentStore:
             self._replaced[segment.path.name] = (segment.path, self._segments[path.name].written_ns)
             del self._segments[segment.path.name]
         return True
-
-
-def regrouped(tables, rows: int):
-    """`tables` concatenated into tables of at least `rows` rows (the last may be shorter)."""
-    pending: list[pa.Table] = []
-    size = 0
-    for table in tables:
-        pending.append(table)
-        size += table.num_rows
-        if size >= rows:
-            yield pa.concat_tables(pending)
-            pending, size = [], 0
-    if pending:
-        yield pa.concat_tables(pending)
