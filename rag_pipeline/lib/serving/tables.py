@@ -10,9 +10,11 @@ chunk_id once. Whichever writes last checks last, so the table ends as one of th
 
 from __future__ import annotations
 
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from typing import Any
 
 import lancedb
 import numpy as np
@@ -173,6 +175,35 @@ def _compact_now(table: lancedb.table.Table, changed: int, trained: bool) -> boo
     return changed > 0 and table.stats()["fragment_stats"]["num_fragments"] >= COMPACT_FRAGMENTS
 
 
+def _preempted(exc: Exception) -> bool:
+    """LanceDB's commit conflict: another process committed first, and the write may be tried again."""
+    return "Please retry" in str(exc) or "Retryable commit conflict" in str(exc)
+
+
+def _retried(write: Callable[[], Any]) -> Any:
+    """A LanceDB write, tried again while another process's commits preempt it."""
+    for attempt in range(1, SYNC_ROUNDS):
+        try:
+            return write()
+        except Exception as exc:
+            if not _preempted(exc):
+                raise
+            time.sleep(0.2 * attempt)
+    return write()  # the last try: its error is the sync's
+
+
+def _merge(table: lancedb.table.Table, diff, batches, everything: np.ndarray):
+    """One commit: the rows `diff` adds or updates written, the ids it removes deleted."""
+    listed = len(diff.removed) <= MAX_LISTED_DELETES
+    write = np.union1d(diff.added, diff.updated) if listed else everything
+    differs = " OR ".join(f"target.{c} != source.{c}" for c in MUTABLE)
+    merge = table.merge_insert("chunk_id").when_matched_update_all(where=differs)
+    merge = merge.when_not_matched_insert_all()
+    if diff.removed:
+        merge = merge.when_not_matched_by_source_delete(_id_list(diff.removed) if listed else None)
+    return merge.execute(batches(write))
+
+
 MAX_LISTED_DELETES = 1000  # past this many removed ids a sync merges every row (no long IN list)
 SYNC_ROUNDS = 5  # writes of one sync, each after a check of the table: another writer may interleave
 
@@ -232,22 +263,17 @@ def sync_table(
         changes |= {"rows_added": source.num_rows, "rows_removed": table.count_rows()}
         table = db.create_table(table_name, data=batches(everything), schema=schema, mode="overwrite")
     for _ in range(SYNC_ROUNDS):
-        old, dropped = _drop_duplicates(table)
-        repaired += dropped
-        diff = diff_rows(old, keys)
-        if not any(diff.counts().values()):
-            break
-        listed = len(diff.removed) <= MAX_LISTED_DELETES
-        write = np.union1d(diff.added, diff.updated) if listed else everything
-        differs = " OR ".join(f"target.{c} != source.{c}" for c in MUTABLE)
-        merge = (
-            table.merge_insert("chunk_id")
-            .when_matched_update_all(where=differs)
-            .when_not_matched_insert_all()
-        )
-        if diff.removed:
-            merge = merge.when_not_matched_by_source_delete(_id_list(diff.removed) if listed else None)
-        merged = merge.execute(batches(write))
+        try:
+            old, dropped = _drop_duplicates(table)
+            repaired += dropped
+            diff = diff_rows(old, keys)
+            if not any(diff.counts().values()):
+                break
+            merged = _merge(table, diff, batches, everything)
+        except Exception as exc:
+            if not _preempted(exc):
+                raise
+            continue  # another process committed first: read the table again
         changes["rows_added"] += merged.num_inserted_rows or 0
         changes["rows_removed"] += merged.num_deleted_rows or 0
         changes["rows_updated"] += merged.num_updated_rows or 0
@@ -256,12 +282,12 @@ def sync_table(
             f"table {table_name}: still not the rows synced after {SYNC_ROUNDS} writes: another process "
             "keeps writing it; stop it, then materialize this asset again"
         )
-    index = _sync_index(table, ann, dim, changes["rows_added"] + changes["rows_updated"])
+    index = _retried(lambda: _sync_index(table, ann, dim, changes["rows_added"] + changes["rows_updated"]))
     if _compact_now(table, sum(changes.values()), index["index_trained"]):
         with warnings.catch_warnings():
             # LanceDB warns that retain=0 breaks readers of old versions: the caller chose it
             warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
-            table.optimize(cleanup_older_than=cleanup_age(table, retain))
+            _retried(lambda: table.optimize(cleanup_older_than=cleanup_age(table, retain)))
     return {
         "table": table_name,
         "version": table.version,
