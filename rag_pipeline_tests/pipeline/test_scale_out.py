@@ -116,4 +116,5 @@ def test_two_machines_building_one_s3_data_directory_at_once_both_succeed(
     assert [run.returncode for run in runs] == [0, 0], [out[-3000:] for out in outputs]
     for table in ("fixed_500", "section"):
         assert duplicate_chunk_ids(open_table(location(s3) / "lancedb", table)) == 0
-    assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports")
+    # the same rows; two writers' syncs leave more versions of a table than one writer's
+    assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports", ignore=("table_version",))

@@ -61,9 +61,9 @@ def materialization_metadata(result, asset: str) -> dict:
     raise KeyError(asset)
 
 
-def assert_same_reports(reports, expected) -> None:
+def assert_same_reports(reports, expected, ignore: tuple[str, ...] = ()) -> None:
     """The reports under `reports` (a local path or an S3 `Location`) equal those under the local
-    `expected`, but for measured latencies."""
+    `expected`, but for measured latencies and the columns in `ignore`."""
     import pandas as pd
     import pyarrow.parquet as pq
 
@@ -72,7 +72,8 @@ def assert_same_reports(reports, expected) -> None:
     names = [f.name for f in (reports.files() if isinstance(reports, Location) else reports.iterdir())]
     assert sorted(names) == sorted(f.name for f in expected.iterdir())
     for path in expected.glob("*.parquet"):
-        timing = [c for c in pq.read_schema(path).names if c.startswith("latency_")]  # measured, not computed
+        names = pq.read_schema(path).names
+        timing = [c for c in names if c.startswith("latency_") or c in ignore]  # measured, not computed
         pd.testing.assert_frame_equal(
             read_frame(reports / path.name).drop(columns=timing), pd.read_parquet(path).drop(columns=timing)
         )
