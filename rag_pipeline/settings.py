@@ -236,7 +236,19 @@ class Settings:
     reindex_cron: str = var("RAG_REINDEX_CRON", "0 3 * * *", _cron, "a cron expression")
     reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", _timezone, "an IANA time zone")
     executor: str = var(
-        "RAG_EXECUTOR", "in_process", _choice("in_process", "multiprocess"), "in_process or multiprocess"
+        "RAG_EXECUTOR",
+        "in_process",
+        _choice("in_process", "multiprocess", "celery", "k8s"),
+        "in_process, multiprocess, celery or k8s",
+    )
+    celery_broker: str = var(
+        "RAG_CELERY_BROKER",
+        "redis://127.0.0.1:6379/0",
+        _text,
+        "the Celery broker's URL (RAG_EXECUTOR=celery)",
+    )
+    celery_backend: str = var(
+        "RAG_CELERY_BACKEND", "redis://127.0.0.1:6379/1", _text, "the Celery result backend's URL"
     )
     ann_min_rows: int = var(
         "RAG_ANN_MIN_ROWS", "5000", _number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"

@@ -1,11 +1,14 @@
-"""Fixtures every test can take: a small real git repository of notes, a questions file over it, and
-the settings of a run on them."""
+"""Fixtures every test can take: a small real git repository of notes, a questions file over it, the
+settings of a run on them, and an S3-compatible server on 127.0.0.1."""
 
 import json
+import urllib.request
 from pathlib import Path
 
+import boto3
 import git
 import pytest
+from moto.server import ThreadedMotoServer
 
 from rag_pipeline_tests.support.repos import NOTES, QUESTIONS, make_notes_repo
 
@@ -31,3 +34,23 @@ def small_env(notes_repo, questions_path: Path, tmp_path: Path) -> dict[str, str
         "RAG_DATA_DIR": str(tmp_path / "out"),
         "RAG_EMBEDDER": "hashing",
     }
+
+
+@pytest.fixture
+def s3(monkeypatch) -> str:
+    """An empty bucket on a moto server on 127.0.0.1, its settings in the standard AWS_* variables."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    # moto keeps its buckets in the process, across servers: start from none
+    urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST"))
+    for name, value in {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    boto3.client("s3", endpoint_url=f"http://{host}:{port}").create_bucket(Bucket="rag-test")
+    yield "s3://rag-test/run"
+    server.stop()

@@ -53,7 +53,7 @@ def test_versions_do_not_mix_and_compaction_keeps_everything(tmp_path):
     assert sa.dir != sb.dir
     for i in range(3 * VectorStore.FANOUT):
         embed_cached(a, sa, [f"text {i}"], "passage")
-    assert len(list(sa.dir.glob("segment-*.parquet"))) < VectorStore.FANOUT
+    assert len(sa.live()) < VectorStore.FANOUT
     assert len(VectorStore(tmp_path, a.embedding_version, a.dim)) == 3 * VectorStore.FANOUT
     assert len(sb) == 0
 
@@ -182,7 +182,11 @@ def test_vectors_are_flushed_every_n_texts_or_every_few_seconds(tmp_path, flush_
     assert len(VectorStore(tmp_path, emb.embedding_version, emb.dim)) == 10
 
 
-@pytest.mark.parametrize("crash_at", ["writing the new segment", "deleting the old ones"])
+def segment_files(store: VectorStore) -> list[Path]:
+    return sorted(store.dir.glob("segment-*.parquet"))
+
+
+@pytest.mark.parametrize("crash_at", ["writing the new segment", "deleting the replaced ones"])
 def test_a_crash_during_compaction_loses_no_vector(tmp_path, monkeypatch, crash_at):
     store, hashes, vectors = filled_store(tmp_path, segments=VectorStore.FANOUT - 1, rows=3)
 
@@ -191,18 +195,25 @@ def test_a_crash_during_compaction_loses_no_vector(tmp_path, monkeypatch, crash_
 
     if crash_at == "writing the new segment":  # the put's own segment is written, compaction's is not
         monkeypatch.setattr(segments, "write_batches", crash)
+        with pytest.raises(KeyboardInterrupt):
+            store.put(["e" * 32], np.ones((1, 8), np.float32))  # a full tier of small segments: a merge
     else:
+        store.put(["e" * 32], np.ones((1, 8), np.float32))  # the merge deletes nothing
         monkeypatch.setattr(Path, "unlink", crash)
-    with pytest.raises(KeyboardInterrupt):
-        store.put(["e" * 32], np.ones((1, 8), np.float32))  # a full tier of small segments: compaction
+        monkeypatch.setattr(VectorStore, "retire_seconds", 0)
+        with pytest.raises(KeyboardInterrupt):
+            store.compact()  # the next compaction deletes the segments the merged one replaces
     monkeypatch.undo()
+    monkeypatch.setattr(VectorStore, "retire_seconds", 0)
     reopened = VectorStore(tmp_path, "test-version", 8)
     assert len(reopened) == len(hashes) + 1
     assert np.array_equal(reopened.vectors(hashes), vectors)
-    written = len(list(reopened.dir.glob("segment-*.parquet")))
-    assert written == VectorStore.FANOUT + (crash_at == "deleting the old ones")  # nothing was deleted
-    reopened.compact()  # a later compaction folds the duplicates away
-    assert len(list(reopened.dir.glob("segment-*.parquet"))) < VectorStore.FANOUT
+    merged = crash_at != "writing the new segment"
+    assert len(segment_files(reopened)) == VectorStore.FANOUT + merged  # nothing was deleted
+    assert len(reopened.live()) == (1 if merged else VectorStore.FANOUT)
+    reopened.compact()
+    reopened.compact()  # the first merges (or retires), the second retires what the first replaced
+    assert segment_files(reopened) == reopened.live() and len(reopened.live()) == 1
     assert np.array_equal(VectorStore(tmp_path, "test-version", 8).vectors(hashes), vectors)
 
 
@@ -213,7 +224,7 @@ def test_compaction_folds_a_full_tier_of_small_segments_and_leaves_large_ones(tm
     small = [f"a{i:031x}" for i in range(VectorStore.FANOUT)]
     for h in small:
         store.put([h], np.ones((1, 8), np.float32))
-    files = sorted(store.dir.glob("segment-*.parquet"))
+    files = store.live()
     assert len(files) == 3 and files[:2] == large  # the small ones became one, the large stayed
     assert np.array_equal(VectorStore(tmp_path, "test-version", 8).vectors(hashes), vectors)
     assert VectorStore(tmp_path, "test-version", 8).contains(small).all()
@@ -226,7 +237,7 @@ def test_a_merge_streams_row_groups_and_keeps_one_row_per_hash(tmp_path, monkeyp
     store, hashes, vectors = filled_store(tmp_path, segments=VectorStore.FANOUT - 1, rows=5)
     monkeypatch.setattr(pq, "read_table", None)  # a merge reads row group by row group
     store.put([hashes[7], "f" * 32], np.zeros((2, 8), np.float32))  # the tier is full: a merge
-    (merged,) = sorted(store.dir.glob("segment-*.parquet"))
+    (merged,) = store.live()
     file = pq.ParquetFile(merged)
     assert file.metadata.num_rows == len(hashes) + 1
     assert max(file.metadata.row_group(g).num_rows for g in range(file.num_row_groups)) >= 4

@@ -2,20 +2,21 @@
 S3-compatible server (moto) on 127.0.0.1, gives the reports a local in-process run gives."""
 
 import json
+import os
+import subprocess
+import sys
 
-import boto3
 import dagster as dg
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
-from moto.server import ThreadedMotoServer
 
 from rag_pipeline import show_report
 from rag_pipeline.definitions import build_assets, build_definitions, reconstructable_job
 from rag_pipeline.lib.chunking import load_strategies
 from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes
+from rag_pipeline.lib.serving import duplicate_chunk_ids, open_table
 from rag_pipeline.settings import Settings, SettingsError
-from rag_pipeline_tests.support.runs import run_all
+from rag_pipeline_tests.support.runs import assert_same_reports, run_all
 
 STRATEGIES = "fixed-500,section"  # two lanes: enough to run side by side, few processes to start
 REPORTS = [
@@ -24,24 +25,6 @@ REPORTS = [
     "serving.parquet",
     "answer_summary.parquet",
 ]
-
-
-@pytest.fixture
-def s3(monkeypatch) -> str:
-    """An empty bucket on a moto server on 127.0.0.1, its settings in the standard AWS_* variables."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    for name, value in {
-        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    boto3.client("s3", endpoint_url=f"http://{host}:{port}").create_bucket(Bucket="rag-test")
-    yield "s3://rag-test/run"
-    server.stop()
 
 
 def test_a_location_on_s3_reads_writes_lists_and_deletes(s3):
@@ -55,11 +38,18 @@ def test_a_location_on_s3_reads_writes_lists_and_deletes(s3):
 
 
 def test_the_executor_and_lancedb_settings_come_from_the_environment(monkeypatch):
-    for executor in ("in_process", "multiprocess"):
+    for executor in ("in_process", "multiprocess", "celery"):
         defs = build_definitions(Settings.from_env({"RAG_EXECUTOR": executor}))
         assert defs.resolve_job_def("index_and_evaluate").executor_def.name == executor
-    with pytest.raises(SettingsError, match="RAG_EXECUTOR='k8s' is not valid"):
-        Settings.from_env({"RAG_EXECUTOR": "k8s"})
+    with pytest.raises(SettingsError, match="RAG_EXECUTOR='dask' is not valid"):
+        Settings.from_env({"RAG_EXECUTOR": "dask"})
+    for executor, module in [("celery", "dagster_celery"), ("k8s", "dagster_k8s")]:
+        monkeypatch.setitem(sys.modules, module, None)  # as if its extra were not installed
+        with pytest.raises(SettingsError) as missing:
+            build_definitions(Settings.from_env({"RAG_EXECUTOR": executor}))
+        assert str(missing.value) == (
+            f"RAG_EXECUTOR={executor} needs the {executor} extra: pip install -e '.[{executor}]'"
+        )
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
@@ -94,14 +84,7 @@ def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
     local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
     assert run_all(local, build_assets(load_strategies(STRATEGIES, None))).success
     run_multiprocess(local | {"RAG_DATA_DIR": s3}, monkeypatch)
-    reports, expected = location(s3) / "reports", tmp_path / "out" / "reports"
-    assert [f.name for f in reports.files()] == sorted(f.name for f in expected.iterdir())
-    for path in expected.glob("*.parquet"):
-        timing = [c for c in pq.read_schema(path).names if c.startswith("latency_")]  # measured, not computed
-        pd.testing.assert_frame_equal(
-            read_frame(reports / path.name).drop(columns=timing), pd.read_parquet(path).drop(columns=timing)
-        )
-    assert (reports / "report.md").read_text() == (expected / "report.md").read_text()
+    assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports")
     assert show_report.main() == 0 and "Every configuration" in capsys.readouterr().out  # reads S3 too
     assert (location(s3) / "lancedb" / "fixed_500.lance").exists()
     # the experiment ledger: the same experiment, with the same outcomes, on S3
@@ -109,3 +92,36 @@ def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
     assert (ledger / "current.json").read_text() == (kept / "current.json").read_text()
     outcomes = f"{json.loads((kept / 'current.json').read_text())['id']}/outcomes.parquet"
     pd.testing.assert_frame_equal(read_frame(ledger / outcomes), pd.read_parquet(kept / outcomes))
+
+
+@pytest.mark.slow  # two whole runs at once
+def test_two_machines_building_one_s3_data_directory_at_once_both_succeed(
+    small_env, tmp_path, s3, monkeypatch
+):
+    """Two `dagster job execute` on one S3 data directory, started together, each with its own
+    TMPDIR and DAGSTER_HOME (two machines, no shared lock or instance): the shared vector store
+    and tables survive both, no table holds a chunk_id twice, and the reports are a fresh build's."""
+    local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
+    assert run_all(local, build_assets(load_strategies(STRATEGIES, None))).success
+    runs = []
+    for machine in ("a", "b"):
+        for part in ("tmp", "home"):
+            (tmp_path / machine / part).mkdir(parents=True)
+        env = os.environ | local | {"RAG_DATA_DIR": s3, "TMPDIR": str(tmp_path / machine / "tmp")}
+        env["DAGSTER_HOME"] = str(tmp_path / machine / "home")
+        command = [sys.executable, "-m", "dagster", "job", "execute", "-m", "rag_pipeline.definitions"]
+        runs.append(
+            subprocess.Popen(
+                [*command, "-j", "index_and_evaluate"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    outputs = [run.communicate(timeout=900)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [out[-3000:] for out in outputs]
+    for table in ("fixed_500", "section"):
+        assert duplicate_chunk_ids(open_table(location(s3) / "lancedb", table)) == 0
+    # the same rows; two writers' syncs leave more versions of a table than one writer's
+    assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports", ignore=("table_version",))

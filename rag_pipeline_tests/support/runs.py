@@ -107,3 +107,22 @@ def asked(monkeypatch, capsys, env: dict, *args: str) -> tuple[int, str, str]:
     code = ask.main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def assert_same_reports(reports, expected, ignore: tuple[str, ...] = ()) -> None:
+    """The reports under `reports` (a local path or an S3 `Location`) equal those under the local
+    `expected`, but for measured latencies and the columns in `ignore`."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from rag_pipeline.lib.core import Location, read_frame
+
+    names = [f.name for f in (reports.files() if isinstance(reports, Location) else reports.iterdir())]
+    assert sorted(names) == sorted(f.name for f in expected.iterdir())
+    for path in expected.glob("*.parquet"):
+        names = pq.read_schema(path).names
+        timing = [c for c in names if c.startswith("latency_") or c in ignore]  # measured, not computed
+        pd.testing.assert_frame_equal(
+            read_frame(reports / path.name).drop(columns=timing), pd.read_parquet(path).drop(columns=timing)
+        )
+    assert (reports / "report.md").read_text() == (expected / "report.md").read_text()

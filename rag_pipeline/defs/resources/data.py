@@ -2,17 +2,16 @@
 
 import hashlib
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
 import git
 import pandas as pd
-from pydantic import PrivateAttr
 
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
-from rag_pipeline.lib.core import AnyPath, DirectoryLock, Location, location, read_frame, write_frame
+from rag_pipeline.lib.core import AnyPath, Location, location, read_frame, write_frame
 from rag_pipeline.lib.questions import Question, load_questions, questions_bytes
 from rag_pipeline.lib.sources import (
     SourceNote,
@@ -29,21 +28,6 @@ class DataStore(FromSettings):
     """The data directory every output goes under: a local path or an `s3://bucket/prefix` URL."""
 
     data_dir: str = setting("data_dir")
-    _writer: DirectoryLock | None = PrivateAttr(default=None)
-
-    def hold(self, holder: str, wait: Callable[[str], None]) -> None:
-        """Be the one writer of the data directory until this resource is torn down: the end of
-        the run in one process, the end of the step under the multiprocess executor. A second run
-        waits here, told which run holds it."""
-        if self._writer is None:
-            lock = DirectoryLock(self.local(".writer.lock"), holder)
-            lock.acquire(wait)
-            self._writer = lock
-
-    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        if self._writer is not None:
-            self._writer.release()
-            self._writer = None
 
     def path(self, *parts: str) -> AnyPath:
         return location(self.data_dir).joinpath(*parts)

@@ -1,20 +1,15 @@
 """Atomic Parquet and file writes: a reader sees the old file or the new one, never half of one.
 
 The data directory is a local path or an object-store URL (`s3://bucket/prefix`): a local one is a
-`pathlib.Path`, a remote one a `Location` with the few `Path` methods the pipeline uses. Locally a
-file is written beside its target and renamed over it; on an object store one upload already
-publishes the whole object at once, so it goes straight to its key.
+`pathlib.Path`, a remote one a `Location` (objectstore.py). Locally a file is written beside its
+target and renamed over it; on an object store an upload publishes the whole object at once.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import os
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pandas as pd
 import pyarrow as pa
@@ -22,135 +17,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from rag_pipeline.lib.core.localfile import write_local
-
-
-def _endpoint() -> str:
-    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
-
-
-def _region() -> str:
-    return os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"
-
-
-class StorageError(OSError):
-    """The object store could not be reached or refused the request; the message names the settings."""
-
-
-@contextmanager
-def object_store(where: Location) -> Iterator[None]:
-    """pyarrow's S3 errors as one line naming the object and the AWS_* variables that decide where
-    and as whom it is read; a missing object stays a FileNotFoundError."""
-    try:
-        yield
-    except (FileNotFoundError, StorageError):
-        raise
-    except OSError as exc:
-        via = f"endpoint {_endpoint()}" if _endpoint() else "AWS S3 itself (no AWS_ENDPOINT_URL)"
-        keys = "set" if os.environ.get("AWS_ACCESS_KEY_ID") else "not set"
-        raise StorageError(
-            f"{where}: object store error via {via}, region {_region()}, AWS_ACCESS_KEY_ID {keys}: "
-            f"{' '.join(str(exc).split())}; check AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3), "
-            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
-        ) from exc
-
-
-def s3_filesystem() -> pafs.S3FileSystem:
-    """S3 with the standard AWS_* variables: keys, region and an endpoint for S3-compatible stores."""
-    endpoint = urlparse(_endpoint())
-    options = {"region": _region()}
-    if endpoint.netloc:
-        options |= {"endpoint_override": endpoint.netloc, "scheme": endpoint.scheme or "https"}
-    if os.environ.get("AWS_ACCESS_KEY_ID"):
-        options |= {
-            "access_key": os.environ["AWS_ACCESS_KEY_ID"],
-            "secret_key": os.environ.get("AWS_SECRET_ACCESS_KEY", ""),
-        }
-    return pafs.S3FileSystem(**options)
-
-
-def storage_options(path: str | AnyPath) -> dict[str, str] | None:
-    """For a `Location`, the same settings in the form LanceDB's object store takes."""
-    if not isinstance(path, Location):
-        return None
-    options = {"aws_region": _region()}
-    names = {"AWS_ACCESS_KEY_ID": "aws_access_key_id", "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key"}
-    options |= {key: os.environ[var] for var, key in names.items() if os.environ.get(var)}
-    if _endpoint():
-        options |= {"aws_endpoint": _endpoint(), "allow_http": str(_endpoint().startswith("http:")).lower()}
-    return options
-
-
-@dataclass(frozen=True, order=True)
-class Location:
-    """An object on an object store, or a prefix of objects, named like a path: `bucket/key`."""
-
-    key: str
-    fs: pafs.FileSystem = field(compare=False, repr=False)
-    scheme: str = field(default="s3", compare=False)
-
-    def __truediv__(self, part: str) -> Location:
-        return Location(f"{self.key.rstrip('/')}/{part}", self.fs, self.scheme)
-
-    def joinpath(self, *parts: str) -> Location:
-        location = self
-        for part in parts:
-            location = location / part
-        return location
-
-    def __str__(self) -> str:
-        return f"{self.scheme}://{self.key}"
-
-    @property
-    def name(self) -> str:
-        return self.key.rsplit("/", 1)[-1]
-
-    @property
-    def parent(self) -> Location:
-        return Location(self.key.rsplit("/", 1)[0], self.fs, self.scheme)
-
-    def exists(self) -> bool:
-        with object_store(self):
-            return self.fs.get_file_info(self.key).type != pafs.FileType.NotFound
-
-    def is_file(self) -> bool:
-        with object_store(self):
-            return self.fs.get_file_info(self.key).type == pafs.FileType.File
-
-    def size(self) -> int:
-        with object_store(self):
-            return self.fs.get_file_info(self.key).size
-
-    def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
-        """Object stores have no directories: a prefix exists once an object is under it."""
-
-    def unlink(self, missing_ok: bool = False) -> None:
-        if missing_ok and not self.exists():
-            return
-        with object_store(self):
-            self.fs.delete_file(self.key)
-
-    def files(self, pattern: str = "*", recursive: bool = False) -> list[Location]:
-        """The objects under this prefix whose name matches `pattern`, sorted."""
-        with object_store(self):
-            infos = self.fs.get_file_info(
-                pafs.FileSelector(self.key, allow_not_found=True, recursive=recursive)
-            )
-        return sorted(
-            Location(i.path, self.fs, self.scheme)
-            for i in infos
-            if i.type == pafs.FileType.File and fnmatch.fnmatchcase(i.base_name, pattern)
-        )
-
-    def glob(self, pattern: str) -> list[Location]:
-        return self.files(pattern)
-
-    def read_bytes(self) -> bytes:
-        with object_store(self), self.fs.open_input_stream(self.key) as stream:
-            return stream.read()
-
-    def read_text(self, encoding: str = "utf-8") -> str:
-        return self.read_bytes().decode(encoding)
-
+from rag_pipeline.lib.core.objectstore import (  # noqa: F401  (the storage API names them too)
+    Location,
+    StorageError,
+    object_store,
+    s3_filesystem,
+    storage_options,
+)
 
 AnyPath = Path | Location
 
@@ -200,9 +73,13 @@ def parquet_file(path: AnyPath, **options) -> pq.ParquetFile:
 
 def _atomic(path: AnyPath, write) -> None:
     if isinstance(path, Location):
-        # the object appears when the upload completes
-        with object_store(path), path.fs.open_output_stream(path.key) as stream:
-            write(stream)
+        # the object appears when its upload completes, and closing an upload completes it even
+        # after a failed write: the object is written to a local file first, then uploaded whole
+        with tempfile.TemporaryDirectory(prefix="rag-upload-") as scratch:
+            local = Path(scratch) / path.name
+            write(str(local))
+            with object_store(path):
+                pafs.copy_files(str(local), path.key, pafs.LocalFileSystem(), path.fs, use_threads=False)
         return
     write_local(Path(path), write)
 
@@ -235,18 +112,26 @@ def write_batches(
     _atomic(as_path(path), write)
 
 
+def regrouped(tables, rows: int):
+    """`tables` concatenated into tables of at least `rows` rows (the last may be shorter)."""
+    pending: list[pa.Table] = []
+    size = 0
+    for table in tables:
+        pending.append(table)
+        size += table.num_rows
+        if size >= rows:
+            yield pa.concat_tables(pending)
+            pending, size = [], 0
+    if pending:
+        yield pa.concat_tables(pending)
+
+
 def write_frame(frame: pd.DataFrame, path: str | AnyPath, row_group_size: int | None = None) -> None:
     write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=row_group_size)
 
 
 def write_bytes(data: bytes, path: str | AnyPath) -> None:
-    def write(out) -> None:
-        if isinstance(out, str):
-            Path(out).write_bytes(data)
-        else:
-            out.write(data)
-
-    _atomic(as_path(path), write)
+    _atomic(as_path(path), lambda out: Path(out).write_bytes(data))
 
 
 def table_bytes(table: pa.Table) -> bytes:

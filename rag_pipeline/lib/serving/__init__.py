@@ -20,7 +20,7 @@ from rag_pipeline.lib.serving.search import (
     search_rows,
 )
 from rag_pipeline.lib.serving.served import KeptResults, Ranking, truth_from_ranking
-from rag_pipeline.lib.serving.tables import LazyRows, serving_rows, sync_table
+from rag_pipeline.lib.serving.tables import LazyRows, duplicate_chunk_ids, serving_rows, sync_table
 
 __all__ = [
     "DB_DIR",
@@ -34,6 +34,7 @@ __all__ = [
     "NotReleased",
     "Ranking",
     "access_filter",
+    "duplicate_chunk_ids",
     "index_kind",
     "live_version",
     "open_live",

@@ -2,13 +2,19 @@
 
 A sync is one LanceDB commit (merge on chunk_id), so a build killed half-way leaves the
 previous version readable. Vectors are L2-normalised, so the index uses the cosine metric.
+
+Several processes, on several machines, may sync one table at once, with no lock: each sync reads
+the table again after it writes and writes again until the table holds exactly its rows, each
+chunk_id once. Whichever writes last checks last, so the table ends as one of them left it.
 """
 
 from __future__ import annotations
 
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from typing import Any
 
 import lancedb
 import numpy as np
@@ -101,25 +107,32 @@ def _id_list(ids: list[str]) -> str:
     return "chunk_id IN (" + ", ".join("'" + c.replace("'", "''") + "'" for c in ids) + ")"
 
 
+def duplicate_chunk_ids(table: lancedb.table.Table) -> int:
+    """How many chunk_ids the table holds more than once (0 for a sound table)."""
+    ids = values(table.search().select(["chunk_id"]).limit(None).to_arrow(), "chunk_id")
+    return int(ids[ids.duplicated()].nunique())
+
+
 def _drop_duplicates(table: lancedb.table.Table) -> tuple[pa.Table, int]:
     """The table's chunk_id and MUTABLE columns, once every row of a chunk_id it holds more than
-    once (left by an older version or a crash) is deleted, so the merge that follows writes it
-    once again; and how many ids were repaired."""
-    old = table.search().select(["chunk_id", *MUTABLE]).to_arrow()
+    once (left by an older version, a crash or another writer) is deleted, so the merge that
+    follows writes it once again; and how many ids were repaired."""
+    old = table.search().select(["chunk_id", *MUTABLE]).limit(None).to_arrow()
     ids = values(old, "chunk_id")
     if ids.is_unique:
         return old, 0
     twice = sorted(set(ids[ids.duplicated()]))
     for start in range(0, len(twice), 500):
         table.delete(_id_list(twice[start : start + 500]))
-    return table.search().select(["chunk_id", *MUTABLE]).to_arrow(), len(twice)
+    return table.search().select(["chunk_id", *MUTABLE]).limit(None).to_arrow(), len(twice)
 
 
 def _open_or_create(db: lancedb.DBConnection, table_name: str, schema: pa.Schema) -> lancedb.table.Table:
     try:
         return db.open_table(table_name)
     except ValueError:  # LanceDB's "table not found"
-        return db.create_table(table_name, schema=schema)
+        # another process may create it meanwhile: then this opens the one it created
+        return db.create_table(table_name, schema=schema, exist_ok=True)
 
 
 def _sync_index(table: lancedb.table.Table, ann: AnnConfig, dim: int, churn: int) -> dict:
@@ -162,7 +175,37 @@ def _compact_now(table: lancedb.table.Table, changed: int, trained: bool) -> boo
     return changed > 0 and table.stats()["fragment_stats"]["num_fragments"] >= COMPACT_FRAGMENTS
 
 
+def _preempted(exc: Exception) -> bool:
+    """LanceDB's commit conflict: another process committed first, and the write may be tried again."""
+    return "Please retry" in str(exc) or "Retryable commit conflict" in str(exc)
+
+
+def _retried(write: Callable[[], Any]) -> Any:
+    """A LanceDB write, tried again while another process's commits preempt it."""
+    for attempt in range(1, SYNC_ROUNDS):
+        try:
+            return write()
+        except Exception as exc:
+            if not _preempted(exc):
+                raise
+            time.sleep(0.2 * attempt)
+    return write()  # the last try: its error is the sync's
+
+
+def _merge(table: lancedb.table.Table, diff, batches, everything: np.ndarray):
+    """One commit: the rows `diff` adds or updates written, the ids it removes deleted."""
+    listed = len(diff.removed) <= MAX_LISTED_DELETES
+    write = np.union1d(diff.added, diff.updated) if listed else everything
+    differs = " OR ".join(f"target.{c} != source.{c}" for c in MUTABLE)
+    merge = table.merge_insert("chunk_id").when_matched_update_all(where=differs)
+    merge = merge.when_not_matched_insert_all()
+    if diff.removed:
+        merge = merge.when_not_matched_by_source_delete(_id_list(diff.removed) if listed else None)
+    return merge.execute(batches(write))
+
+
 MAX_LISTED_DELETES = 1000  # past this many removed ids a sync merges every row (no long IN list)
+SYNC_ROUNDS = 5  # writes of one sync, each after a check of the table: another writer may interleave
 
 
 def sync_table(
@@ -178,8 +221,10 @@ def sync_table(
 
     New chunk_ids are inserted, missing ones deleted, and rows whose access, commit or
     embedding_version differ rewritten, all in one commit; only the rows written are built (their
-    vectors read). Then, when `_compact_now`, the table is compacted, the index kept in step and
-    versions older than `retain` removed, never one as recent as the version tagged `live`.
+    vectors read). A chunk_id the table holds twice is deleted and written once again. The table is
+    read again after a write, and written again while another writer left it otherwise. Then, when
+    `_compact_now`, the table is compacted, the index kept in step and versions older than `retain`
+    removed, never one as recent as the version tagged `live`.
     Returns metadata for the asset.
     """
     try:
@@ -205,41 +250,44 @@ def sync_table(
 
         return pa.RecordBatchReader.from_batches(schema, built())
 
-    db = lancedb.connect(str(db_dir), storage_options=storage_options(db_dir))
+    # every read sees the latest commit, another process's too
+    db = lancedb.connect(
+        str(db_dir), read_consistency_interval=timedelta(0), storage_options=storage_options(db_dir)
+    )
     table = _open_or_create(db, table_name, schema)
     everything = np.arange(source.num_rows)
+    changes = {"rows_added": 0, "rows_removed": 0, "rows_updated": 0}
+    repaired = 0
     if table.schema.field("vector").type != schema.field("vector").type:
         # another embedder's dimension: the whole table is replaced, still as one new version
-        changes = {"rows_added": source.num_rows, "rows_removed": table.count_rows(), "rows_updated": 0}
-        repaired = 0
+        changes |= {"rows_added": source.num_rows, "rows_removed": table.count_rows()}
         table = db.create_table(table_name, data=batches(everything), schema=schema, mode="overwrite")
+    for _ in range(SYNC_ROUNDS):
+        try:
+            old, dropped = _drop_duplicates(table)
+            repaired += dropped
+            diff = diff_rows(old, keys)
+            if not any(diff.counts().values()):
+                break
+            merged = _merge(table, diff, batches, everything)
+        except Exception as exc:
+            if not _preempted(exc):
+                raise
+            continue  # another process committed first: read the table again
+        changes["rows_added"] += merged.num_inserted_rows or 0
+        changes["rows_removed"] += merged.num_deleted_rows or 0
+        changes["rows_updated"] += merged.num_updated_rows or 0
     else:
-        old, repaired = _drop_duplicates(table)
-        diff = diff_rows(old, keys)
-        changes = diff.counts()
-        if any(changes.values()):
-            listed = len(diff.removed) <= MAX_LISTED_DELETES
-            write = np.union1d(diff.added, diff.updated) if listed else everything
-            differs = " OR ".join(f"target.{c} != source.{c}" for c in MUTABLE)
-            merge = (
-                table.merge_insert("chunk_id")
-                .when_matched_update_all(where=differs)
-                .when_not_matched_insert_all()
-            )
-            if diff.removed:
-                merge = merge.when_not_matched_by_source_delete(_id_list(diff.removed) if listed else None)
-            merged = merge.execute(batches(write))
-            changes = {
-                "rows_added": merged.num_inserted_rows,
-                "rows_removed": merged.num_deleted_rows,
-                "rows_updated": merged.num_updated_rows,
-            }
-    index = _sync_index(table, ann, dim, changes["rows_added"] + changes["rows_updated"])
+        raise ValueError(
+            f"table {table_name}: still not the rows synced after {SYNC_ROUNDS} writes: another process "
+            "keeps writing it; stop it, then materialize this asset again"
+        )
+    index = _retried(lambda: _sync_index(table, ann, dim, changes["rows_added"] + changes["rows_updated"]))
     if _compact_now(table, sum(changes.values()), index["index_trained"]):
         with warnings.catch_warnings():
             # LanceDB warns that retain=0 breaks readers of old versions: the caller chose it
             warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
-            table.optimize(cleanup_older_than=cleanup_age(table, retain))
+            _retried(lambda: table.optimize(cleanup_older_than=cleanup_age(table, retain)))
     return {
         "table": table_name,
         "version": table.version,

@@ -1,0 +1,36 @@
+"""Where a run's steps run, as RAG_EXECUTOR names it: in the run's process, a process per step, a
+Celery worker per step (dagster-celery, Redis by default), or a Kubernetes job per step (dagster-k8s).
+The last two come with an extra; without it, loading the code location fails with one line."""
+
+import importlib
+
+import dagster as dg
+
+from rag_pipeline.settings import Settings, SettingsError
+
+# RAG_EXECUTOR -> (module, the pyproject extra that installs it)
+EXTRAS = {"celery": ("dagster_celery", "celery"), "k8s": ("dagster_k8s", "k8s")}
+
+
+def executor_for(settings: Settings) -> dg.ExecutorDefinition:
+    """The job's executor. Celery's broker and backend come from RAG_CELERY_BROKER and
+    RAG_CELERY_BACKEND; k8s's image, namespace and the rest from the run launcher or run config."""
+    name = settings.executor
+    if name == "in_process":
+        # the steps are light glue around numpy and the in-process embedder: one process is
+        # faster on one small machine
+        return dg.in_process_executor
+    if name == "multiprocess":
+        return dg.multiprocess_executor
+    module_name, extra = EXTRAS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        raise SettingsError(
+            f"RAG_EXECUTOR={name} needs the {extra} extra: pip install -e '.[{extra}]'"
+        ) from None
+    if name == "celery":
+        return module.celery_executor.configured(
+            {"broker": settings.celery_broker, "backend": settings.celery_backend}
+        )
+    return module.k8s_job_executor
