@@ -42,7 +42,10 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     store = DataStore.from_settings(settings)
     return {
         "store": store,
-        "notes_repo": NotesRepository.from_settings(settings, store=store),
+        # the automation (sensor and `make run` alike) follows RAG_WATCH_REF when it is set
+        "notes_repo": NotesRepository.from_settings(
+            settings.replace(notes_ref=settings.watch_ref or settings.notes_ref), store=store
+        ),
         "questions_file": QuestionsFile.from_settings(settings),
         "embedder": EmbedderResource.from_settings(settings, store=store),
         "retrieval": RetrievalResource.from_settings(settings),

@@ -231,7 +231,12 @@ class Settings:
     )
     release_k: int = var("RAG_RELEASE_K", "5", _number(int, 1), "an integer >= 1")
     release_max_drop: float = var("RAG_RELEASE_MAX_DROP", "0.05", _number(float, 0.0), "a share >= 0")
-    watch_ref: str = var("RAG_WATCH_REF", "", _text, "the branch the sensor watches (default: RAG_NOTES_REF)")
+    watch_ref: str = var(
+        "RAG_WATCH_REF",
+        "",
+        _text,
+        "the branch the automation follows, the sensor and make run alike (default: RAG_NOTES_REF)",
+    )
     reindex: bool = var("RAG_REINDEX", "off", _flag, "on or off")
     reindex_cron: str = var("RAG_REINDEX_CRON", "0 3 * * *", _cron, "a cron expression")
     reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", _timezone, "an IANA time zone")
