@@ -149,6 +149,7 @@ def test_front_matter_after_blank_lines_and_json_is_read(raw, fields, body):
         ("--- access: [sre]\n---\n本文\n", r"write the fence '---' alone"),
         ("+++ x\n+++\n", r"write the fence '\+\+\+' alone"),
         ("#+access: sre\n本文\n", r"Org-mode front matter \(`#\+`\) is not read"),
+        ("<!--\n---\naccess: [sre]\n---\n-->\n本文\n", r"front matter inside an HTML comment"),
         ("---\naccess: [sre]\naccess: []\n---\n", r"invalid YAML front matter: .*duplicate key 'access'"),
         ("---\nparams: {access: [sre]}\nparams: {}\n---\n", r"duplicate key 'params'"),
         ('{"access": ["sre"], "access": []}\n', r"invalid JSON front matter: duplicate key 'access'"),

@@ -21,6 +21,7 @@ else:  # pragma: no cover - Python 3.10
 
 _FENCES = {"---": re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M), "+++": re.compile(r"^\+\+\+[ \t]*$", re.M)}
 _KINDS = {"---": "YAML", "+++": "TOML"}
+_OPENERS = ("---", "+++", "{", "#+")  # what opens front matter in Hugo
 
 
 class FrontMatterError(ValueError):
@@ -78,6 +79,13 @@ def split_front_matter(raw: str) -> tuple[dict[str, Any], str]:
         )
     elif first.startswith("{"):
         fields, body = _json(text, start, line)
+    elif first.startswith("<!--") and text[start:].partition("\n")[2].lstrip().startswith(_OPENERS):
+        # Hugo reads front matter that follows an HTML comment's opening line (commented-out front
+        # matter stays front matter there); read as text here, it would leave the note public
+        raise FrontMatterError(
+            f"line {line}: front matter inside an HTML comment (`<!--`) is read by Hugo but not here; "
+            "take it out of the comment"
+        )
     elif first.startswith("#+"):
         raise FrontMatterError(
             f"line {line}: Org-mode front matter (`#+`) is not read; write YAML (---), TOML (+++) or JSON ({{...}})"

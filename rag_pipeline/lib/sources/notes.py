@@ -21,7 +21,7 @@ from rag_pipeline.lib.sources.paths import glob_regex, note_id
 
 # bumped whenever what `read_notes` makes of a blob changes (title, access): notes of another
 # reader version are read again, never reused
-READER_VERSION = "reader-v2"  # v2: front matter as Hugo reads it (blank lines, JSON, params.access)
+READER_VERSION = "reader-v3"  # v2: front matter as Hugo reads it (blank lines, JSON, params.access); v3: inside an HTML comment
 
 
 class NotesSourceError(ValueError):
