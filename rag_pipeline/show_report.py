@@ -8,7 +8,8 @@ import sys
 from rag_pipeline.lib.answers import SHORT_KEY, answer_table
 from rag_pipeline.lib.core import location, read_frame
 from rag_pipeline.lib.evaluation import SHOWN, decided_rows, matrix_table, reference_table, short, to_markdown
-from rag_pipeline.lib.evaluation.markdown import folded_md, key_md
+from rag_pipeline.lib.evaluation.markdown import folded_md, key_md, plain
+from rag_pipeline.lib.questions import stale_suggestions
 from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
 from rag_pipeline.release import decision_lines, live_line
 from rag_pipeline.settings import DEFAULT_DATA_DIR
@@ -26,6 +27,53 @@ def release_summary(data) -> str:
     if history.iloc[-1]["decision"] == REJECTED:
         lines += decision_lines(history)
     return "\n".join(lines)
+
+
+def configuration(name: str) -> str:
+    """A report's configuration name as `strategy/retriever` (the report drops `/dense`)."""
+    return name if "/" in name else f"{name}/dense"
+
+
+def stale_lines(reports) -> list[str]:
+    """The questions whose gold labels went stale at the indexed commit, each with its suggestion."""
+    path = reports / "gold_drift.parquet"
+    lines = stale_suggestions(read_frame(path)) if path.exists() else []
+    return ["", *lines] if lines else []
+
+
+def next_lines(data, verdict: dict) -> list[str]:
+    """What the user got and what to do next: the served run (and whether it is the baseline or the
+    best), an `ask` with a question of their set, the UI, and how to serve the best configuration."""
+    try:
+        current = checked_current(data)
+    except ReleaseError:
+        current = None
+    best = configuration(verdict["best"][0]) if verdict.get("best") else None
+    lines = []
+    if current is not None:
+        served = current["run"]
+        role = (
+            "the baseline"
+            if served == configuration(str(verdict.get("baseline")))
+            else "set by RAG_RELEASE_RUN"
+        )
+        role = "the best configuration" if served == best else role
+        lines.append(f"\nserved: {served} ({role}), commit {current['commit'][:12]}")
+    questions = data / "notes" / "questions.parquet"
+    example = None
+    if questions.exists():
+        frame = read_frame(questions, columns=["q", "answerable", "groups"])
+        public = frame[frame["answerable"] & frame["groups"].isna()]
+        example = str(public["q"].iloc[0]) if len(public) else None
+    lines.append("next:")
+    if example:
+        lines.append(f'  .venv/bin/python -m rag_pipeline.ask "{example}"    ask the live index')
+    lines.append(
+        "  make dev    the Dagster UI on http://127.0.0.1:3000 (evaluation_summary holds the report)"
+    )
+    if best and current is not None and current["run"] != best:
+        lines.append(f"  RAG_RELEASE_RUN={best} make run    serve the best configuration instead")
+    return lines
 
 
 def main() -> int:
@@ -72,7 +120,8 @@ def main() -> int:
         print(SHORT_KEY)
     print(f"\nfull report: {reports / 'report.md'}")
     print(release_summary(reports.parent))
-    print(f"\nVerdict: {verdict['wording']}")
+    print("\n".join(stale_lines(reports) + next_lines(reports.parent, verdict)))
+    print(f"\nVerdict: {plain(verdict['wording'])}")
     return 0
 
 

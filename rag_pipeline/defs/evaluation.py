@@ -38,7 +38,7 @@ from rag_pipeline.lib.evaluation import (
     strategy_outcomes,
     summarize,
 )
-from rag_pipeline.lib.questions import DRIFT_SCHEMA, usable
+from rag_pipeline.lib.questions import DRIFT_SCHEMA, stale_suggestions, usable
 from rag_pipeline.lib.sources import CLEANER_VERSION
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
@@ -114,6 +114,12 @@ def experiment_entries(
     record_experiment(root, outcomes, questions, provenance, ranking)
     said, markdown = previous_md(root)
     return {"vs previous experiment": said, "experiments": dg.MetadataValue.md(markdown)}
+
+
+def stale_entry(drift: pd.DataFrame) -> dict[str, object]:
+    """The questions whose gold labels went stale, with their suggestions (none: no entry)."""
+    lines = stale_suggestions(drift)
+    return {"stale_gold": dg.MetadataValue.md("\n\n".join(lines))} if lines else {}
 
 
 def baseline_for(strategies: list[Strategy]) -> tuple[str, str]:
@@ -255,7 +261,7 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
                 report,
                 same,
                 baseline,
-                {"commit": commit[:12], "n_invalid": len(invalid), **gold},
+                {"commit": commit[:12], "n_invalid": len(invalid), **gold, **stale_entry(drift)},
                 experiment_entries(store, outcomes, questions, provenance, retrieval),
             ),
             files=[reports / name for name in files],

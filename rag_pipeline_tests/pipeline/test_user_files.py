@@ -12,7 +12,6 @@ import pytest
 
 from rag_pipeline.lib.core import location, publish_directory, write_bytes
 from rag_pipeline.lib.core.publish import OWNED
-from rag_pipeline_tests.pipeline.test_scale_out import s3  # noqa: F401 - the moto bucket fixture
 from rag_pipeline_tests.support.repos import commit_files
 from rag_pipeline_tests.support.runs import make_run, project_definitions
 
@@ -89,7 +88,7 @@ def test_publishing_replaces_only_the_files_it_wrote(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".reports")] == [reports.resolve().name]
 
 
-def test_publishing_on_an_object_store_replaces_only_the_files_it_wrote(s3):  # noqa: F811
+def test_publishing_on_an_object_store_replaces_only_the_files_it_wrote(s3):
     reports = location(s3) / "reports"
     write_bytes(b"user", reports / MINE)
     publish_directory(reports, {"a.parquet": b"a1", "b.png": b"b1"})

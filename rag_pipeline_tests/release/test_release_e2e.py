@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline import release
+from rag_pipeline import release, show_report
 from rag_pipeline.lib.core import may_read
 from rag_pipeline.lib.serving import live_version, open_table
 from rag_pipeline.lib.sources.bundled_repo import build_repository
@@ -65,6 +65,11 @@ def test_release_gate_on_the_bundled_corpus(tmp_path, monkeypatch, capsys):
     first = current(data)
     assert first["decision"] == "released" and first["previous_commit"] is None
     assert live_version(open_table(data / "lancedb", "fixed_1000")) == first["table_versions"]["fixed_1000"]
+    # make run's last lines: what is served, and what to do next
+    assert show_report.main() == 0
+    out = capsys.readouterr().out
+    assert "served: fixed-1000/dense (the baseline)" in out or "served: fixed-1000/dense (the best" in out
+    assert "next:\n  .venv/bin/python -m rag_pipeline.ask " in out and "make dev" in out
 
     access = dict(pd.read_parquet(data / "notes" / "source_notes.parquet", columns=["note", "access"]).values)
     for groups in ([], ["sre"], ["payments"]):

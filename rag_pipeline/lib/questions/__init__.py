@@ -20,7 +20,7 @@ from rag_pipeline.lib.questions.labels import (
     with_access,
 )
 from rag_pipeline.lib.questions.prompted import LLM_CATEGORIES, Asker
-from rag_pipeline.lib.questions.refresh import RELABEL_THRESHOLD, drift_md, refresh
+from rag_pipeline.lib.questions.refresh import RELABEL_THRESHOLD, drift_md, refresh, stale_suggestions
 from rag_pipeline.lib.questions.similarity import SENTENCE, WORD, cut_level, dice, most_similar_span
 from rag_pipeline.lib.questions.status import (
     DRIFT_COLUMNS,
@@ -73,6 +73,7 @@ __all__ = [
     "refresh",
     "resolve_label_commits",
     "shared_run",
+    "stale_suggestions",
     "usable",
     "verify",
     "with_access",

@@ -120,3 +120,22 @@ def drift_md(drift: pd.DataFrame) -> str:
     carried = int((drift["gold_status"] == "carried").sum())
     head = f"\n\n**Stale gold labels** ({len(stale)}, not scored; {carried} carried, scored):\n\n"
     return head + "\n".join(lines) + "\n\n`python -m rag_pipeline.gold refresh` writes a relabelled copy."
+
+
+def stale_suggestions(drift: pd.DataFrame) -> list[str]:
+    """Lines for a person: each question whose gold label went stale (left out of every score), with
+    the evidence the drift report suggests instead, and how to take the suggestions."""
+    if "gold_status" not in drift:
+        return []
+    stale = drift[drift["gold_status"] == "stale"]
+    if stale.empty:
+        return []
+    lines = [f"{stale['question_id'].nunique()} question(s) with stale gold labels (not scored):"]
+    for row in stale.itertuples():
+        found = row.suggested_evidence if isinstance(row.suggested_evidence, str) else None
+        hint = f"suggested {found[:50]!r} (score {row.suggestion_score:.2f})" if found else "no suggestion"
+        lines.append(f"  question {row.question_id} ({row.slug}): {str(row.evidence)[:40]!r} -> {hint}")
+    lines.append(
+        "  `python -m rag_pipeline.gold refresh --out <file>` writes the suggestions for you to review"
+    )
+    return lines
