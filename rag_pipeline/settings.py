@@ -28,9 +28,11 @@ BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
 BUNDLED_REPO = PROJECT_ROOT / "data" / "notes-repo"
 BUNDLED_QUESTIONS = PROJECT_ROOT / "data" / "questions.json"
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data" / "build"
-# `RAG_*` variables read elsewhere that are not settings: `make run`'s verbose switch, and the
-# differential test's seed and number of steps
-OTHER_VARIABLES = frozenset({"RAG_VERBOSE", "RAG_DIFF_SEED", "RAG_DIFF_STEPS"})
+# `RAG_*` variables read elsewhere that are not settings: `make run`'s verbose switch, the
+# differential test's seed and number of steps, and where scripts/services.sh starts its servers
+OTHER_VARIABLES = frozenset(
+    {"RAG_VERBOSE", "RAG_DIFF_SEED", "RAG_DIFF_STEPS", "RAG_SERVICES_DIR", "RAG_REDIS_PORT", "RAG_PG_PORT"}
+)
 _warned: set[str] = set()  # the warnings this process has printed
 
 
