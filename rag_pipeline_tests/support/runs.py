@@ -47,6 +47,10 @@ class Found:
     stale: dict
     after: dict | None = None  # requested right after the run: `make run` evaluates again at once
 
+    def names(self) -> list[str]:
+        """The requested assets' names, sorted."""
+        return sorted(k.to_user_string() for k in self.requested)
+
 
 def make_run(defs, instance) -> tuple[Found, object]:
     """What `make run` does, in this process: observe and check (`automation.look`), evaluate the

@@ -1,0 +1,56 @@
+"""Parsers of setting values: each returns the value as the pipeline uses it, or raises ValueError
+(its message, if any, says what is wrong) for `rag_pipeline.settings` to name the variable."""
+
+from __future__ import annotations
+
+import math
+import zoneinfo
+from collections.abc import Callable
+from typing import Any
+
+
+def text(value: str) -> str:
+    return value.strip()
+
+
+def choice(*options: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if value.strip().lower() not in options:
+            raise ValueError
+        return value.strip().lower()
+
+    return parse
+
+
+def flag(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off", ""):
+        raise ValueError
+    return lowered in ("1", "true", "yes", "on")
+
+
+def number(kind: type, low: float) -> Callable[[str], Any]:
+    def parse(value: str) -> Any:
+        number = kind(value)
+        if not math.isfinite(number):  # NaN and inf: no deadline, no count
+            raise ValueError(f"{value.strip()} is not a finite number")
+        if number < low:
+            raise ValueError
+        return number
+
+    return parse
+
+
+def timezone(value: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(value.strip())
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError("not in the time zone database; e.g. UTC, Europe/Berlin, Asia/Tokyo") from None
+    return value.strip()
+
+
+def names(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    if not names:
+        raise ValueError
+    return names
