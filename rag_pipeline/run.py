@@ -65,10 +65,20 @@ def execute(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dic
             tags=tags,
             raise_on_error=False,
         )
-    with dg.execute_job(
-        job, instance, run_config=run_config, tags=tags, asset_selection=list(keys)
-    ) as result:
-        return result.dagster_run
+    from dagster._core.execution.api import execute_run
+
+    from rag_pipeline.defs.runs import workspace_origin
+
+    # what `dg.execute_job` does, with the origin the UI needs to re-execute the run
+    run = instance.create_run_for_job(
+        job_def=job.get_definition(),
+        run_config=run_config,
+        tags=tags,
+        asset_selection=frozenset(keys),
+        job_code_origin=job.get_python_origin(),
+        remote_job_origin=workspace_origin(job.get_definition().name),
+    )
+    return execute_run(job, run, instance).dagster_run
 
 
 def user_message(error: SerializableErrorInfo) -> str:

@@ -9,16 +9,14 @@ sources are observed every minute by their own condition; `outputs_intact` runs 
 (`look`) and then evaluates the same conditions in its own process (`requested`).
 """
 
-import datetime
 from collections.abc import Iterable
 
 import dagster as dg
-from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 from dagster._core.definitions.asset_daemon_cursor import AssetDaemonCursor
-from dagster._core.definitions.data_version import DATA_VERSION_TAG, CachingStaleStatusResolver, StaleStatus
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._serdes import deserialize_value, serialize_value
 
 from rag_pipeline.defs.lineage import CONFIG, OUTPUTS, config_of, recorded
@@ -196,24 +194,3 @@ def automation_sensor(enabled: bool, data_dir: str) -> dg.AutomationConditionSen
         description="Observes the notes branch and the questions file every minute, checks every output "
         "at RAG_REINDEX_CRON, and runs whatever is missing, changed or broken with all it reaches.",
     )
-
-
-def unsynced(defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[dg.AssetKey, str]:
-    """The assets the UI shows as unsynced or never materialized, each with Dagster's first reason."""
-    graph = defs.resolve_asset_graph()
-    now = TemporalContext(effective_dt=datetime.datetime.now(datetime.timezone.utc), last_event_id=None)
-    view = AssetGraphView(temporal_context=now, instance=instance, asset_graph=graph)
-    resolver = CachingStaleStatusResolver(instance, graph, view)
-    found = {}
-    for key in graph.materializable_asset_keys:
-        status = resolver.get_status(key)
-        if status == StaleStatus.MISSING:
-            found[key] = "never materialized"
-        elif status == StaleStatus.STALE:
-            cause = resolver.get_stale_causes(key)[0]
-            found[key] = (
-                f"{cause.reason} ({cause.dependency.asset_key.to_user_string()})"
-                if cause.dependency
-                else cause.reason
-            )
-    return found

@@ -11,8 +11,16 @@ earlier active run holds the directory, naming that run.
 from __future__ import annotations
 
 import os
+import sys
 
 import dagster as dg
+from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
+from dagster._core.remote_origin import (
+    ManagedGrpcPythonEnvCodeLocationOrigin,
+    RemoteJobOrigin,
+    RemoteRepositoryOrigin,
+)
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
 DATA_DIR_TAG = "rag/data_dir"
 ACTIVE = [
@@ -59,3 +67,14 @@ def busy_message(name: str, run_id: str) -> str:
         f"the data directory {name} is written by run {run_id}: wait for it to end, or terminate it "
         "in the UI (Runs) if its process is gone"
     )
+
+
+def workspace_origin(job_name: str) -> RemoteJobOrigin:
+    """The job as the UI knows it: in `workspace.yaml`'s code location (named after its module) and
+    the one repository of a `Definitions`. A run created with it can be re-executed from the UI;
+    `dg.execute_job` gives a run none, and the UI's *Re-execute* then fails."""
+    target = LoadableTargetOrigin(
+        executable_path=sys.executable, module_name="rag_pipeline.definitions", working_directory=os.getcwd()
+    )
+    location = ManagedGrpcPythonEnvCodeLocationOrigin(target)
+    return RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME).get_job_origin(job_name)

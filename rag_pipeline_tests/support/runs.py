@@ -55,7 +55,6 @@ class Found:
 def make_run(defs, instance) -> tuple[Found, object]:
     """What `make run` does, in this process: observe and check (`automation.look`), evaluate the
     assets' conditions, execute one run of what they request (None when nothing is)."""
-    from rag_pipeline.defs.automation import unsynced
     from rag_pipeline.run import due, execute, pinned_config
 
     head, wanted = due(defs, instance)
@@ -130,3 +129,29 @@ def assert_same_reports(reports, expected, ignore: tuple[str, ...] = ()) -> None
             read_frame(reports / path.name).drop(columns=timing), pd.read_parquet(path).drop(columns=timing)
         )
     assert (reports / "report.md").read_text() == (expected / "report.md").read_text()
+
+
+def unsynced(defs, instance) -> dict:
+    """The assets the UI shows as unsynced or never materialized, each with Dagster's first reason."""
+    import datetime
+
+    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+
+    graph = defs.resolve_asset_graph()
+    now = TemporalContext(effective_dt=datetime.datetime.now(datetime.timezone.utc), last_event_id=None)
+    view = AssetGraphView(temporal_context=now, instance=instance, asset_graph=graph)
+    resolver = CachingStaleStatusResolver(instance, graph, view)
+    found = {}
+    for key in graph.materializable_asset_keys:
+        status = resolver.get_status(key)
+        if status == StaleStatus.MISSING:
+            found[key] = "never materialized"
+        elif status == StaleStatus.STALE:
+            cause = resolver.get_stale_causes(key)[0]
+            found[key] = (
+                f"{cause.reason} ({cause.dependency.asset_key.to_user_string()})"
+                if cause.dependency
+                else cause.reason
+            )
+    return found
