@@ -16,7 +16,11 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 from dagster._core.definitions.asset_daemon_cursor import AssetDaemonCursor
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
+from dagster._core.definitions.data_version import (
+    DATA_VERSION_TAG,
+    CachingStaleStatusResolver,
+    StaleCauseCategory,
+)
 from dagster._serdes import deserialize_value, serialize_value
 
 from rag_pipeline.defs.lineage import CONFIG, OUTPUTS, config_of, recorded
@@ -31,6 +35,36 @@ A = dg.AutomationCondition
 REASONS = ("missing", "code or settings changed", "a parent was updated", "an output is missing or damaged")
 
 
+class Unsynced(dg.AutomationCondition):
+    """What the UI shows as unsynced: the asset's latest materialization was made by another code
+    version (`CODE`) or from another data version of a parent (`DATA`) than the current ones, as
+    Dagster's stale status reads it from the materialization's recorded provenance.
+
+    Dagster's edge-triggered conditions (`any_deps_updated().since_last_handled()`) lose a change
+    that lands between two evaluations together with a materialization of the asset (a run from the
+    UI, or one the sensor's cursor saw but `make run`'s did not): on that tick the reset (the asset
+    was updated) wins over the trigger (a parent was updated). The provenance cannot be outrun."""
+
+    def __init__(self, category: StaleCauseCategory, label: str):
+        self.category, self.label = category, label
+
+    @property
+    def name(self) -> str:
+        return f"unsynced_{self.category.value.lower()}"
+
+    def get_label(self) -> str:
+        return self.label
+
+    def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+        view = context.asset_graph_view
+        resolver = CachingStaleStatusResolver(
+            view.instance, context.asset_graph, view, view.get_inner_queryer_for_back_compat()
+        )
+        causes = resolver.get_stale_causes(context.key)
+        held = any(cause.category == self.category for cause in causes)
+        return dg.AutomationResult(context, context.candidate_subset if held else context.get_empty_subset())
+
+
 def rebuild_condition(key: dg.AssetKey) -> dg.AutomationCondition:
     """Missing, a new code version, an updated parent, or broken outputs; not while anything it
     reads is being written."""
@@ -38,11 +72,25 @@ def rebuild_condition(key: dg.AssetKey) -> dg.AutomationCondition:
         dg.AssetSelection.checks(dg.AssetCheckKey(key, OUTPUTS_CHECK))
     )
     changed = A.code_version_changed().with_label(REASONS[1]) | A.any_deps_updated().with_label(REASONS[2])
+    # not after a failed run: the provenance stays unsynced until a run succeeds, and the sensor
+    # would request the failing step again every tick; a fix (a new commit, questions file or
+    # setting) triggers `changed` again
+    unsynced = (
+        Unsynced(StaleCauseCategory.CODE, REASONS[1]) | Unsynced(StaleCauseCategory.DATA, REASONS[2])
+    ) & ~A.execution_failed()
+    # stateless too, for the same reason: what a requested parent reaches goes in the same run
+    parent_requested = A.any_deps_match(A.will_be_requested()).with_label(REASONS[2])
     # missing and broken are states, true until the asset is built again: they stay outside
     # `since_last_handled`, whose first evaluation only sets its mark and whose mark a build in the
     # same tick resets (a new instance or data directory builds at once)
     return (
-        (A.missing().with_label(REASONS[0]) | broken.with_label(REASONS[3]) | changed.since_last_handled())
+        (
+            A.missing().with_label(REASONS[0])
+            | broken.with_label(REASONS[3])
+            | unsynced
+            | parent_requested
+            | changed.since_last_handled()
+        )
         & ~A.any_deps_in_progress()
         & ~A.in_progress()
     ).with_label("rebuild")
@@ -177,7 +225,7 @@ def reasons(result) -> list[str]:
     while todo:
         child = todo.pop(0)
         label = child.condition.get_label()
-        if label in REASONS and not child.true_subset.is_empty:
+        if label in REASONS and label not in held and not child.true_subset.is_empty:
             held.append(label)
         todo += child.child_results
     return held
@@ -188,6 +236,7 @@ def automation_sensor(enabled: bool, data_dir: str) -> dg.AutomationConditionSen
     tagged with the data directory, so the run queue lets one of them at a time write it."""
     return dg.AutomationConditionSensorDefinition(
         "rag_automation",
+        use_user_code_server=True,  # `Unsynced` is a condition of this project's code, not Dagster's
         target=dg.AssetSelection.all(include_sources=True) | dg.AssetSelection.all_asset_checks(),
         default_status=dg.DefaultSensorStatus.RUNNING if enabled else dg.DefaultSensorStatus.STOPPED,
         run_tags={DATA_DIR_TAG: data_dir},

@@ -78,6 +78,34 @@ def test_what_make_run_runs_is_what_dagster_reports_unsynced_and_all_it_reaches(
     assert done | reused == downstream(defs, found.stale)
     # one run did it all: nothing unsynced, nothing requested
     assert found.after == {}
+
+
+@pytest.mark.parametrize("change", ["notes", "code"])
+def test_a_change_after_a_run_make_run_did_not_evaluate_is_still_run(
+    change, notes_repo, small_env, monkeypatch
+):
+    """A run made outside `make run` (the UI's *Materialize all*; the sensor's, on its own cursor),
+    then a change, with no evaluation between them: on that tick Dagster's edge-triggered
+    conditions saw the asset updated and its parent updated at once, and the reset won."""
+    env = small_env | {"RAG_STRATEGIES": "fixed-200", "RAG_RETRIEVERS": "dense"}
+    instance = dg.DagsterInstance.ephemeral()
+    defs = project_definitions(env)
+    assert make_run(defs, instance)[1].success
+    keys = list(defs.resolve_asset_graph().materializable_asset_keys)
+    assert (
+        defs.resolve_job_def("index_and_evaluate")
+        .execute_in_process(instance=instance, asset_selection=keys)
+        .success
+    )
+    if change == "notes":
+        commit_files(notes_repo, {TCP: NOTES[TCP] + "\n### Teardown\nFIN closes each direction.\n"}, "edit")
+    else:
+        monkeypatch.setattr(evaluation, "EVALUATION_VERSION", "evaluation-test")
+    defs = project_definitions(env)
+    found, result = make_run(defs, instance)
+    assert found.stale, change
+    assert {k.to_user_string() for k in found.requested} == downstream(defs, found.stale)
+    assert result.success and found.after == {}
     assert make_run(defs, instance) == (found.__class__({}, {}), None)
 
 
