@@ -50,13 +50,16 @@ test-fast: install
 dev: install $(DAGSTER_HOME)/dagster.yaml  ## the Dagster UI and daemon on http://127.0.0.1:3000
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
+# another address: make docs DOCS_ADDR=127.0.0.1:8001
+DOCS_ADDR ?= 127.0.0.1:8000
 docs: install  ## the documentation site on http://127.0.0.1:8000 (mkdocs.yml, pages under docs/)
-	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+	$(BIN)/mkdocs serve -a $(DOCS_ADDR)
 
 # the same DAGSTER_HOME as `make run`, so the pages show its materializations; a running `make dev`
-# (a webserver answering on 127.0.0.1:3000) is used instead of starting a second dagster dev
+# (a webserver answering on 127.0.0.1:3000) is used instead of starting a second dagster dev, unless
+# SCREENSHOTS_FLAGS=--no-reuse
 screenshots: install  ## PNGs of the asset graph and the evaluation_summary page (needs chromium; make run first)
-	$(BIN)/python scripts/screenshots.py --data-dir data/build --out data/build/screenshots
+	$(BIN)/python scripts/screenshots.py --data-dir data/build --out data/build/screenshots $(SCREENSHOTS_FLAGS)
 
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
