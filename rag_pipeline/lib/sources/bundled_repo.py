@@ -141,11 +141,3 @@ def rebuild(where: str) -> str:
         "or revert the edit in data/corpus/ and commit it in the repository instead"
     )
 
-
-if __name__ == "__main__":  # python -m rag_pipeline.lib.sources.bundled_repo CORPUS_DIR REPO_DIR
-    import sys
-
-    try:
-        print(ensure_repository(Path(sys.argv[1]), Path(sys.argv[2])))
-    except BundledRepoError as error:
-        sys.exit(f"error: {error}")
