@@ -140,4 +140,3 @@ def rebuild(where: str) -> str:
         f"to rebuild it from data/corpus/ (dropping its own commits) run `rm -rf {where}`, "
         "or revert the edit in data/corpus/ and commit it in the repository instead"
     )
-
