@@ -156,15 +156,20 @@ def look(defs: dg.Definitions, instance: dg.DagsterInstance, observed: dict[dg.A
         )
 
 
-def requested(defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[dg.AssetKey, list[str]]:
+def requested(
+    defs: dg.Definitions, instance: dg.DagsterInstance, keep: bool = True
+) -> dict[dg.AssetKey, list[str]]:
     """The assets the conditions request now, each with the reasons that held, evaluated as the
-    sensor would, from the state `make run` left in the instance last time (kept there)."""
+    sensor would, from the state `make run` left in the instance last time (kept there unless `keep`
+    is false: a plan that runs nothing must not consume "a parent was updated", or the next
+    `make run` would miss it)."""
     kept = instance.run_storage.get_cursor_values({CURSOR}).get(CURSOR)
     cursor = deserialize_value(kept, AssetDaemonCursor) if kept else None
     result = dg.evaluate_automation_conditions(
         defs, instance, asset_selection=dg.AssetSelection.all(), cursor=cursor
     )
-    instance.run_storage.set_cursor_values({CURSOR: serialize_value(result.cursor)})
+    if keep:
+        instance.run_storage.set_cursor_values({CURSOR: serialize_value(result.cursor)})
     found = {}
     for entry in result.results:
         if isinstance(entry.key, dg.AssetKey) and not entry.true_subset.is_empty:
