@@ -14,9 +14,8 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lancedb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -25,6 +24,9 @@ from rag_pipeline.lib.core import AnyPath, as_path, storage_options, tree_bytes,
 from rag_pipeline.lib.serving.diff import MUTABLE, diff_rows, values
 from rag_pipeline.lib.serving.live import cleanup_age
 from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, index_kind, vector_index
+
+if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
+    import lancedb
 
 # readers still on a version this recent keep working while a sync cleans up
 DEFAULT_RETAIN = timedelta(minutes=10)
@@ -249,6 +251,8 @@ def sync_table(
                 yield from _checked_batches(part.select(schema.names), schema, table_name)
 
         return pa.RecordBatchReader.from_batches(schema, built())
+
+    import lancedb
 
     # every read sees the latest commit, another process's too
     db = lancedb.connect(
