@@ -71,14 +71,18 @@ class Hits(NamedTuple):
     distances: list[float]  # cosine distance, 1 - cosine similarity
 
 
-def open_table(db_dir: str | AnyPath, table_name: str) -> lancedb.table.Table:
-    """A served table; the reader follows new versions, so a cleanup never pulls files from under it."""
+def connect(db_dir: str | AnyPath, consistency: timedelta) -> lancedb.DBConnection:
+    """The LanceDB database in `db_dir`, whose reads see commits at most `consistency` old."""
     import lancedb
 
-    db = lancedb.connect(
-        str(db_dir), read_consistency_interval=timedelta(seconds=5), storage_options=storage_options(db_dir)
+    return lancedb.connect(
+        str(db_dir), read_consistency_interval=consistency, storage_options=storage_options(db_dir)
     )
-    return db.open_table(table_name)
+
+
+def open_table(db_dir: str | AnyPath, table_name: str) -> lancedb.table.Table:
+    """A served table; the reader follows new versions, so a cleanup never pulls files from under it."""
+    return connect(db_dir, timedelta(seconds=5)).open_table(table_name)
 
 
 def access_filter(groups: Sequence[str] | None) -> str | None:

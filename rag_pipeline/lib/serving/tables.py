@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.lib.core import AnyPath, as_path, storage_options, tree_bytes, vector_column
+from rag_pipeline.lib.core import AnyPath, as_path, tree_bytes, vector_column
 from rag_pipeline.lib.serving.diff import MUTABLE, diff_rows, values
 from rag_pipeline.lib.serving.live import cleanup_age
-from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, index_kind, vector_index
+from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, connect, index_kind, vector_index
 
 if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
     import lancedb
@@ -252,12 +252,7 @@ def sync_table(
 
         return pa.RecordBatchReader.from_batches(schema, built())
 
-    import lancedb
-
-    # every read sees the latest commit, another process's too
-    db = lancedb.connect(
-        str(db_dir), read_consistency_interval=timedelta(0), storage_options=storage_options(db_dir)
-    )
+    db = connect(db_dir, timedelta(0))  # every read sees the latest commit, another process's too
     table = _open_or_create(db, table_name, schema)
     everything = np.arange(source.num_rows)
     changes = {"rows_added": 0, "rows_removed": 0, "rows_updated": 0}
