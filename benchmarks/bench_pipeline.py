@@ -23,6 +23,7 @@ from pathlib import Path
 import dagster as dg
 import git
 import pandas as pd
+from dagster._core.instance.ref import InstanceRef
 
 from rag_pipeline.lib.embedding import make_embedder
 from rag_pipeline.lib.sources import ensure_repository
@@ -46,7 +47,7 @@ def scenario(name: str, env: dict[str, str], home: Path) -> dict:
     """One `make run`, split around the Dagster runs it started."""
     started = time.time()
     wall = make_run(env)
-    with dg.DagsterInstance.from_ref(dg.InstanceRef.from_dir(str(home))) as instance:
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
         runs = [r for r in instance.get_run_records() if r.create_timestamp.timestamp() >= started]
     row = {
         "scenario": name,
@@ -128,7 +129,7 @@ def main() -> None:
         )
         print(table.drop(columns="run ids").to_string(index=False, float_format=lambda v: f"{v:.1f}"))
         cold = rows[0]["run ids"][0]
-        with dg.DagsterInstance.from_ref(dg.InstanceRef.from_dir(str(home))) as instance:
+        with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
             times = step_times(instance, cold)
             texts, chars, seconds = embedding_rate(instance, cold)
         print("cold run's slowest steps:")

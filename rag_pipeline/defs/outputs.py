@@ -38,10 +38,13 @@ def fingerprint(*roots: object) -> str | None:
     for root in roots:
         if "://" in str(root):
             return None
-        for folder, _, names in sorted(os.walk(root)):
+        walked = sorted(os.walk(root)) if os.path.isdir(root) else [(os.path.dirname(root), [], [root])]
+        for folder, _, names in walked:
             for name in sorted(names):
-                stat = os.stat(os.path.join(folder, name))
-                digest.update(f"{folder}/{name}\x1f{stat.st_size}\x1f{stat.st_mtime_ns}\x1e".encode())
+                path = os.path.join(folder, name)
+                stat = os.stat(path) if os.path.exists(path) else None
+                found = f"{stat.st_size}\x1f{stat.st_mtime_ns}" if stat else "missing"
+                digest.update(f"{path}\x1f{found}\x1e".encode())
     return digest.hexdigest()
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.instance.ref import InstanceRef
 
 from rag_pipeline.lib.chunking import load_strategies
 from rag_pipeline.plan import duration, plan_lines, progress_bar
@@ -100,7 +101,7 @@ def test_the_plan_command_prints_the_plan_and_exits_0_without_a_run(small_env, t
     lines = done.stdout.splitlines()
     assert lines[0].startswith("stale at ") and lines[-1].startswith("  embed: ") and len(lines) == 3
     assert not Path(small_env["RAG_DATA_DIR"]).exists()
-    with dg.DagsterInstance.from_ref(dg.InstanceRef.from_dir(str(home))) as instance:
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
         assert not instance.get_runs()
 
 
