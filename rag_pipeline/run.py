@@ -8,6 +8,7 @@ when only the release gate failed (the reports are fresh, the live index stays w
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -91,10 +92,12 @@ def user_message(error: SerializableErrorInfo) -> str:
 
 
 class Progress:
-    """What the terminal shows of a run: the assets done, a few to a line; the embedder's progress;
-    warnings and failures. `verbose` shows every event of the run's log instead."""
+    """What the terminal shows of a run: the assets done, a few to a line; the embedder's progress
+    (on a terminal, `tty`, one bar redrawn in place with the time left; else the log's lines); warnings
+    and failures. `verbose` shows every event of the run's log instead."""
 
-    def __init__(self, echo=print, verbose: bool = False, every_s: float = 10.0, tty: bool = False):
+    def __init__(self, echo=None, verbose: bool = False, every_s: float = 10.0, tty: bool = False):
+        echo = echo or functools.partial(print, flush=True)  # flushed: a bar has no newline to flush it
         self.echo, self.verbose, self.every_s, self.tty = echo, verbose, every_s, tty
         self.bar = False  # a progress bar is drawn on the last line, without its newline yet
         self.done: list[str] = []
