@@ -156,17 +156,19 @@ class Progress:
 
 def follow(instance: dg.DagsterInstance, request: str, progress: Progress, done: threading.Event) -> None:
     """Show the progress of the run tagged `request` until `done` is set."""
-    run_id, seen = None, 0
+    run_id, cursor = None, None
     while True:
         finished = done.is_set()
         if run_id is None:
             runs = instance.get_runs(dg.RunsFilter(tags={REQUEST_TAG: request}), limit=1)
             run_id = runs[0].run_id if runs else None
-        if run_id is not None:
-            records = instance.all_logs(run_id)
-            for entry in records[seen:]:
-                progress.see(entry)
-            seen = len(records)
+        while run_id is not None:  # only the entries new since the last look: the log grows long
+            page = instance.get_records_for_run(run_id, cursor=cursor, limit=1000)
+            for record in page.records:
+                progress.see(record.event_log_entry)
+            cursor = page.cursor
+            if not page.has_more:
+                break
         progress.flush(force=finished)
         if finished:
             return
