@@ -217,9 +217,20 @@ def open_instance() -> dg.DagsterInstance:
 
 def main(argv: list[str] | None = None) -> int:
     """`-v` (or RAG_VERBOSE=1) prints every event of the run's log, DEBUG ones included; `--plan`
-    prints what would run and runs nothing."""
-    sys.stdout.reconfigure(line_buffering=True)  # progress shows as it comes, in a pipe too
+    prints what would run and runs nothing; `--report` (`make run`) then prints the report, as
+    `python -m rag_pipeline.show_report` does, in this process: its imports are loaded already."""
     args = argv if argv is not None else sys.argv[1:]
+    code = run(args)
+    if "--report" in args and "--plan" not in args and code in (0, REJECTED_EXIT):
+        from rag_pipeline import show_report
+
+        show_report.main()  # the exit status stays the run's
+    return code
+
+
+def run(args: list[str]) -> int:
+    """Plan, and run what is stale until nothing is (see `main`); the exit status."""
+    sys.stdout.reconfigure(line_buffering=True)  # progress shows as it comes, in a pipe too
     verbose = "-v" in args or os.environ.get("RAG_VERBOSE") == "1"
     try:
         from rag_pipeline.definitions import defs, reconstructable_job, settings
