@@ -124,7 +124,10 @@ def measured_rate(
 
 def embedding_line(defs: dg.Definitions, instance: dg.DagsterInstance, wanted, head, strategies) -> str:
     """How many passages the run will embed, and about how long that takes here."""
-    count, chars = pending(defs, wanted, head, strategies)
+    try:
+        count, chars = pending(defs, wanted, head, strategies)
+    except Exception as exc:  # a note or a user's chunker the run's own step will name, as it does
+        return f"  embed: not counted ({' '.join(str(exc).split())[:160]})"
     if not count:
         return "  embed: nothing, every passage is in the vector store"
     version = defs.resources["embedder"].get().embedding_version
