@@ -2,13 +2,15 @@
 and checks every asset's outputs (`automation.look`), evaluates the assets' automation conditions in
 this process as the automation sensor would (`automation.requested`), and runs what they request as
 one run of the `index_and_evaluate` job; again until nothing is requested. Nothing requested: nothing
-runs. The run is executed here, through the instance's storage but no run coordinator, so it needs no
+runs. Before a run it prints the plan (`rag_pipeline.plan`); `--plan` prints only that. The run is executed here, through the instance's storage but no run coordinator, so it needs no
 daemon and no `dagster.yaml`. Exits 0 on success, 1 on a failed or refused run, 2 on a bad setting, 3
 when only the release gate failed (the reports are fresh, the live index stays where it was)."""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import sys
 import threading
 import time
@@ -22,6 +24,7 @@ from rag_pipeline.lib.chunking import StrategyError
 from rag_pipeline.lib.core import DirectoryLock
 from rag_pipeline.lib.questions import QuestionsError
 from rag_pipeline.lib.sources import NotesSourceError
+from rag_pipeline.plan import plan_lines, progress_bar
 from rag_pipeline.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -30,17 +33,21 @@ if TYPE_CHECKING:
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
 REJECTED_EXIT = 3  # everything ran and was evaluated, and the release gate held the new index back
 REQUEST_TAG = "rag/request"
+EMBEDDED = re.compile(r"(\S+): embedded (\d+)/(\d+) texts \(([\d.]+) texts/s\)")  # progress_reporter's line
 
 
-def due(defs: dg.Definitions, instance: dg.DagsterInstance) -> tuple[str, dict[dg.AssetKey, list[str]]]:
-    """The head observed, and the assets the conditions request now with their reasons."""
+def due(
+    defs: dg.Definitions, instance: dg.DagsterInstance, keep: bool = True
+) -> tuple[str, dict[dg.AssetKey, list[str]]]:
+    """The head observed, and the assets the conditions request now with their reasons (the
+    evaluation's cursor kept unless `keep` is false, as for a plan)."""
     from rag_pipeline.defs.automation import look, requested
     from rag_pipeline.defs.sources import HEAD, observe
 
     r = defs.resources
     observed = observe(r["notes_repo"], r["questions_file"])
     look(defs, instance, observed)
-    return observed[HEAD], requested(defs, instance)
+    return observed[HEAD], requested(defs, instance, keep)
 
 
 def pinned_config(notes_repo, commit: str) -> dict:
@@ -95,11 +102,14 @@ def user_message(error: SerializableErrorInfo) -> str:
 
 
 class Progress:
-    """What the terminal shows of a run: the assets done, a few to a line; the embedder's progress;
-    warnings and failures. `verbose` shows every event of the run's log instead."""
+    """What the terminal shows of a run: the assets done, a few to a line; the embedder's progress
+    (on a terminal, `tty`, one bar redrawn in place with the time left; else the log's lines); warnings
+    and failures. `verbose` shows every event of the run's log instead."""
 
-    def __init__(self, echo=print, verbose: bool = False, every_s: float = 10.0):
-        self.echo, self.verbose, self.every_s = echo, verbose, every_s
+    def __init__(self, echo=None, verbose: bool = False, every_s: float = 10.0, tty: bool = False):
+        echo = echo or functools.partial(print, flush=True)  # flushed: a bar has no newline to flush it
+        self.echo, self.verbose, self.every_s, self.tty = echo, verbose, every_s, tty
+        self.bar = False  # a progress bar is drawn on the last line, without its newline yet
         self.done: list[str] = []
         self.failed: list[str] = []
         self.refused = False  # another run held the data directory
@@ -113,8 +123,10 @@ class Progress:
             return
         if event is None:
             message = entry.user_message or ""
-            if message and (entry.level >= 30 or "embedded" in message):
-                self.echo(f"  {message.splitlines()[0][:160]}")
+            if self.tty and (progress := EMBEDDED.match(message)):
+                self.draw(*progress.groups())
+            elif message and (entry.level >= 30 or "embedded" in message):
+                self.show(f"  {message.splitlines()[0][:160]}")
         elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
             data = event.event_specific_data.materialization
             if "reused" in data.metadata:
@@ -127,29 +139,46 @@ class Progress:
             own = error.cause if error and error.cause else error  # the step's own exception
             self.refused = self.refused or (own is not None and own.cls_name == "DataDirectoryBusy")
             self.failed.append(event.step_key)
-            self.echo(f"  FAILED  {event.step_key}: {message}")
+            self.show(f"  FAILED  {event.step_key}: {message}")
+
+    def show(self, line: str) -> None:
+        """A line of its own, below a progress bar being drawn."""
+        if self.bar:
+            self.echo("")
+            self.bar = False
+        self.echo(line)
+
+    def draw(self, step: str, done: str, total: str, rate: str) -> None:
+        """A terminal's progress bar, redrawn in place (`\\r`) until the step's embedding is done."""
+        elapsed = int(done) / float(rate) if float(rate) > 0 else 0.0
+        self.echo(f"\r  {step} {progress_bar(int(done), int(total), elapsed)}\033[K", end="")
+        self.bar = done != total
+        if not self.bar:
+            self.echo("")
 
     def flush(self, force: bool = False) -> None:
         due = len(self.done) >= 6 or time.monotonic() - self.last >= self.every_s
         if (self.done or self.reused) and (force or due):
             reused = f" ({self.reused} unchanged, reused)" if self.reused else ""
-            self.echo(f"  done: {', '.join(self.done) or '-'}{reused}")
+            self.show(f"  done: {', '.join(self.done) or '-'}{reused}")
             self.done, self.reused, self.last = [], 0, time.monotonic()
 
 
 def follow(instance: dg.DagsterInstance, request: str, progress: Progress, done: threading.Event) -> None:
     """Show the progress of the run tagged `request` until `done` is set."""
-    run_id, seen = None, 0
+    run_id, cursor = None, None
     while True:
         finished = done.is_set()
         if run_id is None:
             runs = instance.get_runs(dg.RunsFilter(tags={REQUEST_TAG: request}), limit=1)
             run_id = runs[0].run_id if runs else None
-        if run_id is not None:
-            records = instance.all_logs(run_id)
-            for entry in records[seen:]:
-                progress.see(entry)
-            seen = len(records)
+        while run_id is not None:  # only the entries new since the last look: the log grows long
+            page = instance.get_records_for_run(run_id, cursor=cursor, limit=1000)
+            for record in page.records:
+                progress.see(record.event_log_entry)
+            cursor = page.cursor
+            if not page.has_more:
+                break
         progress.flush(force=finished)
         if finished:
             return
@@ -196,24 +225,28 @@ def open_instance() -> dg.DagsterInstance:
         lock.release()
 
 
-def stale_summary(stale: dict[dg.AssetKey, str], shown: int = 4) -> str:
-    """Why the assets are stale, grouped by reason, a few names each."""
-    by_reason: dict[str, list[str]] = {}
-    for key, why in stale.items():
-        by_reason.setdefault(why, []).append(key.to_user_string())
-    parts = []
-    for why, names in by_reason.items():
-        more = f" and {len(names) - shown} more" if len(names) > shown else ""
-        parts.append(f"{', '.join(names[:shown])}{more} ({why})")
-    return "; ".join(parts)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """`-v` (or RAG_VERBOSE=1) prints every event of the run's log, DEBUG ones included."""
+    """`-v` (or RAG_VERBOSE=1) prints every event of the run's log, DEBUG ones included; `--plan`
+    prints what would run and runs nothing; `--report` (`make run`) then prints the report, as
+    `python -m rag_pipeline.show_report` does, in this process: its imports are loaded already."""
+    args = argv if argv is not None else sys.argv[1:]
+    code = run(args)
+    if "--report" in args and "--plan" not in args and code in (0, REJECTED_EXIT):
+        from rag_pipeline import show_report
+
+        show_report.main()  # the exit status stays the run's
+    return code
+
+
+def run(args: list[str]) -> int:
+    """Plan, and run what is stale until nothing is (see `main`); the exit status."""
     sys.stdout.reconfigure(line_buffering=True)  # progress shows as it comes, in a pipe too
-    verbose = "-v" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("RAG_VERBOSE") == "1"
+    verbose = "-v" in args or os.environ.get("RAG_VERBOSE") == "1"
     try:
         from rag_pipeline.definitions import defs, reconstructable_job, settings
+        from rag_pipeline.lib.chunking import load_strategies
+
+        strategies = load_strategies(settings.strategies or None, settings.strategy_file or None)
     except (SettingsError, StrategyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -221,26 +254,24 @@ def main(argv: list[str] | None = None) -> int:
 
     # every process of the run (a step's, under the multiprocess executor) reads the same files
     os.environ.update(settings.path_variables())
-    job = dg.reconstructable(reconstructable_job)
     name = data_dir_name(settings.data_dir)
     with open_instance() as instance:
         for _ in range(MAX_RUNS):
             try:
-                head, wanted = due(defs, instance)
+                head, wanted = due(defs, instance, keep="--plan" not in args)
+                print("\n".join(plan_lines(defs, instance, head, wanted, strategies)))
             except (NotesSourceError, QuestionsError) as exc:  # the repository, ref or questions file set
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
-            if not wanted:
-                print(f"nothing is stale at {head[:12]}: every asset is fresh")
+            if not wanted or "--plan" in args:
                 return 0
-            print(f"stale at {head[:12]}: {stale_summary({k: ', '.join(v) for k, v in wanted.items()})}")
             if wait_for_others(instance, name):
                 continue  # what they wrote changes what is requested
-            progress = Progress(verbose=verbose)
+            progress = Progress(verbose=verbose, tty=sys.stdout.isatty())
             # the run's log is shown by `Progress`, not by Dagster's console logger too
             quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
             config = pinned_config(defs.resources["notes_repo"], head) | quiet
-            run = run_shown(job, instance, list(wanted), config, progress)
+            run = run_shown(dg.reconstructable(reconstructable_job), instance, list(wanted), config, progress)
             print(f"run {run.run_id}: {run.status.value.lower()}")
             if progress.refused:  # started at the same moment as another: it goes first
                 wait_for_others(instance, name)

@@ -64,7 +64,12 @@ def _optional_path(value: str) -> str:
     return _path(value) if value.strip() else ""
 
 
+DEFAULT_CRON = "0 3 * * *"  # the nightly re-index
+
+
 def _cron(value: str) -> str:
+    if value.strip() == DEFAULT_CRON:  # valid: not checked, so the CLIs that read files load no Dagster
+        return DEFAULT_CRON
     from dagster._utils.schedules import is_valid_cron_schedule  # the check Dagster's schedules make
 
     if not is_valid_cron_schedule(value.strip()):
@@ -200,7 +205,7 @@ class Settings:
         "the branch the automation follows, the sensor and make run alike (default: RAG_NOTES_REF)",
     )
     reindex: bool = var("RAG_REINDEX", "off", values.flag, "on or off")
-    reindex_cron: str = var("RAG_REINDEX_CRON", "0 3 * * *", _cron, "a cron expression")
+    reindex_cron: str = var("RAG_REINDEX_CRON", DEFAULT_CRON, _cron, "a cron expression")
     reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", values.timezone, "an IANA time zone")
     executor: str = var(
         "RAG_EXECUTOR",

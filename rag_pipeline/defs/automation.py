@@ -9,7 +9,9 @@ sources are observed every minute by their own condition; `outputs_intact` runs 
 (`look`) and then evaluates the same conditions in its own process (`requested`).
 """
 
-from collections.abc import Iterable
+import json
+from collections import ChainMap
+from collections.abc import Iterable, MutableMapping
 
 import dagster as dg
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
@@ -31,6 +33,7 @@ from rag_pipeline.defs.runs import DATA_DIR_TAG
 OUTPUTS_CHECK = "outputs_intact"
 OBSERVE_CRON = "* * * * *"  # a new commit or questions edit is seen within a minute
 CURSOR = "rag/automation_cursor"  # where `make run` keeps its evaluation state in the instance
+VERIFIED = "rag/verified_outputs"  # the LanceDB outputs `look` found whole, with their files' fingerprint
 A = dg.AutomationCondition
 REASONS = ("missing", "code or settings changed", "a parent was updated", "an output is missing or damaged")
 
@@ -110,10 +113,15 @@ def with_conditions(assets: Iterable) -> list:
 
 
 def intact(
-    instance: dg.DagsterInstance, key: dg.AssetKey, code_version: str | None, root: str
+    instance: dg.DagsterInstance,
+    key: dg.AssetKey,
+    code_version: str | None,
+    root: str,
+    verified: MutableMapping[str, str] | None = None,
 ) -> tuple[bool, str, int | None]:
     """Whether `key`'s latest materialization left its outputs whole in the data directory `root`,
-    made under the settings its code version names now; why not; the materialization's storage id."""
+    made under the settings its code version names now; why not; the materialization's storage id.
+    `verified`: see `damaged` (the nightly check passes none: it opens every table)."""
     records = instance.fetch_materializations(key, limit=1).records
     if not records:
         return True, "never materialized", None
@@ -123,7 +131,7 @@ def intact(
     if wanted is not None and made != wanted:
         return False, f"made under other settings ({made}, now {wanted})", records[0].storage_id
     files = recorded(metadata, OUTPUTS) or []
-    problem = elsewhere(files, root) or damaged(files)
+    problem = elsewhere(files, root) or damaged(files, verified)
     return problem is None, problem or "every output is there", records[0].storage_id
 
 
@@ -173,8 +181,11 @@ def look(defs: dg.Definitions, instance: dg.DagsterInstance, observed: dict[dg.A
             instance.report_runless_asset_event(dg.AssetObservation(key, tags={DATA_VERSION_TAG: version}))
     graph = defs.resolve_asset_graph()
     root = str(defs.resources["store"].path())
+    kept = instance.run_storage.get_cursor_values({VERIFIED}).get(VERIFIED)
+    before = json.loads(kept) if kept else {}
+    verified = ChainMap({}, before)  # what is found whole now: kept, so the record does not grow
     for key in graph.materializable_asset_keys:
-        passed, why, storage_id = intact(instance, key, graph.get(key).code_version, root)
+        passed, why, storage_id = intact(instance, key, graph.get(key).code_version, root, verified)
         if passed:
             continue
         check_key = dg.AssetCheckKey(key, OUTPUTS_CHECK)
@@ -200,17 +211,24 @@ def look(defs: dg.Definitions, instance: dg.DagsterInstance, observed: dict[dg.A
                 blocking=True,
             )
         )
+    if verified.maps[0] != before:
+        instance.run_storage.set_cursor_values({VERIFIED: json.dumps(verified.maps[0])})
 
 
-def requested(defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[dg.AssetKey, list[str]]:
+def requested(
+    defs: dg.Definitions, instance: dg.DagsterInstance, keep: bool = True
+) -> dict[dg.AssetKey, list[str]]:
     """The assets the conditions request now, each with the reasons that held, evaluated as the
-    sensor would, from the state `make run` left in the instance last time (kept there)."""
+    sensor would, from the state `make run` left in the instance last time (kept there unless `keep`
+    is false: a plan that runs nothing must not consume "a parent was updated", or the next
+    `make run` would miss it)."""
     kept = instance.run_storage.get_cursor_values({CURSOR}).get(CURSOR)
     cursor = deserialize_value(kept, AssetDaemonCursor) if kept else None
     result = dg.evaluate_automation_conditions(
         defs, instance, asset_selection=dg.AssetSelection.all(), cursor=cursor
     )
-    instance.run_storage.set_cursor_values({CURSOR: serialize_value(result.cursor)})
+    if keep:
+        instance.run_storage.set_cursor_values({CURSOR: serialize_value(result.cursor)})
     found = {}
     for entry in result.results:
         if isinstance(entry.key, dg.AssetKey) and not entry.true_subset.is_empty:

@@ -1,5 +1,6 @@
 """Embedding stage: passage vectors per strategy, stored under their embedding_version."""
 
+import time
 from collections.abc import Mapping
 
 import dagster as dg
@@ -71,6 +72,12 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
         # only the buckets of changed notes are written, and only the vectors their files lack are
         # looked up (or embedded); retrieval and the index read only the row groups of new chunks
         needed = lane.needed()
+        # the characters of the texts the store lacks, each once, and the time their embedding
+        # takes: the rate `make run`'s plan estimates the next embedding with
+        distinct = {hashes[i]: i for i in needed}
+        stored = embedder.vector_store().contains(list(distinct))
+        chars = sum(len(texts[i]) for i, found in zip(distinct.values(), stored) if not found)
+        started = time.monotonic()
         with forward_logs(context):
             _, embedded = embedder.embed_missing(
                 [texts[i] for i in needed],
@@ -78,6 +85,7 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
                 [f"chunk {ids[i % n]}" + (" (with context)" if i >= n else "") for i in needed],
                 progress_reporter(context.log.info, name),
             )
+        seconds = time.monotonic() - started
         problems, written = lane.write(embedder.vector_store())
         path = lane.directory
         context.log.info(
@@ -101,6 +109,8 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
                 "contextual_vectors": contextual,
                 "dim": model.dim,
                 "texts_embedded": embedded,
+                "chars_embedded": chars,
+                "embed_seconds": round(seconds, 3) if embedded else 0.0,
                 "vectors_reused": len(texts) - embedded,
                 "files_written": written,
             },

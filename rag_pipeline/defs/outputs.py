@@ -3,7 +3,11 @@ materialization so that a deleted or damaged output makes the asset stale."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+import os
+from collections.abc import MutableMapping, Sequence
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,38 +31,84 @@ def outputs(
     return entries
 
 
-def damaged(recorded: object) -> str | None:
-    """Why one of the recorded outputs is missing or unreadable, or None when all are whole."""
+def fingerprint(*roots: object) -> str | None:
+    """The name, size and modification time of every file under the local `roots`, as one digest;
+    None for an object store (not cached)."""
+    digest = hashlib.sha256()
+    for root in roots:
+        if "://" in str(root):
+            return None
+        walked = sorted(os.walk(root)) if os.path.isdir(root) else [(os.path.dirname(root), [], [root])]
+        for folder, _, names in walked:
+            for name in sorted(names):
+                path = os.path.join(folder, name)
+                stat = os.stat(path) if os.path.exists(path) else None
+                found = f"{stat.st_size}\x1f{stat.st_mtime_ns}" if stat else "missing"
+                digest.update(f"{path}\x1f{found}\x1e".encode())
+    return digest.hexdigest()
+
+
+def lance_files(entry: dict) -> str | None:
+    """The fingerprint of the files a LanceDB check of `entry` reads (its table, or for the live
+    release every served table and `current.json`), or None when it opens no table."""
+    if "table" in entry:
+        return fingerprint(Path(entry["db"]) / f"{entry['table']}.lance")
+    path = Path(str(entry["path"]))
+    if path.name == CURRENT and path.parent.name == RELEASE_DIR:
+        return fingerprint(path.parent.parent / "lancedb", path)
+    return None
+
+
+def damaged(recorded: object, verified: MutableMapping[str, str] | None = None) -> str | None:
+    """Why one of the recorded outputs is missing or unreadable, or None when all are whole.
+
+    `verified` maps an entry to the fingerprint of the files it was last found whole with: an entry
+    whose LanceDB files are byte for byte as they were (same names, sizes, times) is not opened again
+    (importing and opening LanceDB takes seconds); entries found whole now are added to it."""
     for entry in recorded or []:
-        if "table" in entry:
-            try:
-                table = open_table(location(entry["db"]), entry["table"])
-                version = table.version
-                table.count_rows()
-            except Exception as exc:  # LanceDB raises several types for a missing or broken table
-                return f"LanceDB table {entry['table']} in {entry['db']} cannot be read ({exc.__class__.__name__})"
-            if "tag" in entry:
-                tagged = table.tags.list().get(entry["tag"], {}).get("version")
-                if tagged != entry["version"]:
-                    return f"LanceDB table {entry['table']}: tag {entry['tag']!r} is on {tagged}, not {entry['version']}"
-                continue
-            if version != entry["version"]:
-                return f"LanceDB table {entry['table']} is at version {version}, not {entry['version']}"
-            ids = table.search().select(["chunk_id"]).limit(None).to_arrow()["chunk_id"]
-            if pc.count_distinct(ids).as_py() != len(ids):
-                return f"LanceDB table {entry['table']} holds a chunk_id twice"
-            continue
-        path = location(entry["path"])
-        if not path.exists():
-            return f"{path} is missing"
-        live = path.name == CURRENT and path.parent.name == RELEASE_DIR  # the record of what is live
-        if live and (reason := verify_release(path.parent.parent)):
-            return reason
-        if str(path).endswith(".parquet"):
-            try:
-                parquet_file(path).metadata  # noqa: B018 - reading the footer is the check
-            except (OSError, pa.ArrowException) as exc:
-                return f"{path} cannot be read ({exc})"
+        key = json.dumps(entry, sort_keys=True)
+        files = lance_files(entry) if verified is not None else None
+        unchanged = files is not None and verified.get(key) == files
+        if not unchanged and (problem := damaged_entry(entry)):
+            return problem
+        if files is not None:
+            verified[key] = files
+    return None
+
+
+def damaged_entry(entry: dict) -> str | None:
+    """Why one recorded output is missing or unreadable, or None."""
+    if "table" in entry:
+        try:
+            table = open_table(location(entry["db"]), entry["table"])
+            version = table.version
+            table.count_rows()
+        except Exception as exc:  # LanceDB raises several types for a missing or broken table
+            return (
+                f"LanceDB table {entry['table']} in {entry['db']} cannot be read ({exc.__class__.__name__})"
+            )
+        if "tag" in entry:
+            tagged = table.tags.list().get(entry["tag"], {}).get("version")
+            if tagged != entry["version"]:
+                return f"LanceDB table {entry['table']}: tag {entry['tag']!r} is on {tagged}, not {entry['version']}"
+            return None
+        if version != entry["version"]:
+            return f"LanceDB table {entry['table']} is at version {version}, not {entry['version']}"
+        ids = table.search().select(["chunk_id"]).limit(None).to_arrow()["chunk_id"]
+        if pc.count_distinct(ids).as_py() != len(ids):
+            return f"LanceDB table {entry['table']} holds a chunk_id twice"
+        return None
+    path = location(entry["path"])
+    if not path.exists():
+        return f"{path} is missing"
+    live = path.name == CURRENT and path.parent.name == RELEASE_DIR  # the record of what is live
+    if live and (reason := verify_release(path.parent.parent)):
+        return reason
+    if str(path).endswith(".parquet"):
+        try:
+            parquet_file(path).metadata  # noqa: B018 - reading the footer is the check
+        except (OSError, pa.ArrowException) as exc:
+            return f"{path} cannot be read ({exc})"
     return None
 
 

@@ -13,7 +13,7 @@ import dagster as dg
 import pytest
 
 from rag_pipeline.defs import evaluation
-from rag_pipeline.defs.automation import OUTPUTS_CHECK
+from rag_pipeline.defs.automation import OUTPUTS_CHECK, VERIFIED
 from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name, holder
 from rag_pipeline.lib.serving import open_table
 from rag_pipeline_tests.support.repos import NOTES, QUESTIONS, commit_files
@@ -113,6 +113,9 @@ def test_a_broken_output_fails_its_check_and_its_asset_runs_again(small_env):
     env = small_env | {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense"}
     defs, instance = project_definitions(env), dg.DagsterInstance.ephemeral()
     assert make_run(defs, instance)[1].success
+    # the evaluation after the run found the tables whole and noted their files: a change is still seen
+    verified = json.loads(instance.run_storage.get_cursor_values({VERIFIED})[VERIFIED])
+    assert any('"table": "section"' in entry for entry in verified)
     data = Path(env["RAG_DATA_DIR"])
     table = open_table(data / "lancedb", "section")
     table.add(table.to_arrow().slice(0, 1))  # a chunk_id twice, as two writers once left it
@@ -183,5 +186,7 @@ def test_make_run_needs_no_daemon_and_no_dagster_yaml(small_env, tmp_path):
     first = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stderr[-2000:]
     assert not (home / "dagster.yaml").exists()
-    again = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=900)
+    # as `make run`: the report follows, printed by the same process
+    again = subprocess.run([*runner, "--report"], env=env, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0 and "nothing is stale" in again.stdout
+    assert again.stdout.rstrip().splitlines()[-1].startswith("Verdict: ")

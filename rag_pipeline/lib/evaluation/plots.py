@@ -8,17 +8,18 @@ is shared between runs and nothing needs closing.
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.text import Annotation, Text
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-from matplotlib.transforms import Bbox
 
 from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET
+
+if TYPE_CHECKING:  # matplotlib takes seconds to import: loaded where a plot is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.text import Annotation
+    from matplotlib.transforms import Bbox
 
 # 8 x 5 inches at 100 dpi: 800 x 500 px; 9 pt is then 12.5 px, readable at 100%
 SIZE_IN = (8.0, 5.0)
@@ -76,6 +77,9 @@ def pareto_front(points: pd.DataFrame) -> list[str]:
 
 
 def _figure() -> tuple[Figure, Axes]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=SIZE_IN, dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
@@ -110,6 +114,9 @@ LABEL_OFFSETS = [
 def _label_points(fig: Figure, ax: Axes, labels: list[tuple[tuple[float, float], str]]) -> None:
     """Annotate each point with its text at the first offset where the label stays inside the axes and
     covers no earlier label nor a labelled point (the first offset when none is free)."""
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
     fig.draw_without_rendering()  # settle the layout, so measured extents are final
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
@@ -159,6 +166,8 @@ def pareto_plot(
 ) -> bytes:
     """Recall within `budget_chars` against characters passed, one point per configuration
     (`configuration`, `recall`, `chars`); the Pareto frontier drawn and named, the rest faint."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     valid = points.dropna(subset=["recall", "chars"])
     front_names = pareto_front(valid)
     on_front = valid["configuration"].isin(front_names)

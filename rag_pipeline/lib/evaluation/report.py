@@ -9,11 +9,9 @@ import io
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import metadata
+from typing import TYPE_CHECKING
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from rag_pipeline.lib.evaluation.markdown import SHOWN, folded_md, key_md, provenance_md, to_markdown
@@ -23,10 +21,24 @@ from rag_pipeline.lib.evaluation.tables import compute_tables, rank_table, refer
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.retrieval import RetrievalSettings
 
+if TYPE_CHECKING:
+    import matplotlib.pyplot as plt
+
 LABELS = {"hand": "hand-written", "generated": "generated"}  # the question sets (`source`)
 
 
+def pyplot():
+    """matplotlib's pyplot on the Agg backend, imported when a plot is first drawn (it takes seconds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _png(fig: plt.Figure) -> bytes:
+    plt = pyplot()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
     plt.close(fig)
@@ -35,6 +47,8 @@ def _png(fig: plt.Figure) -> bytes:
 
 def recall_plots(summary: pd.DataFrame) -> tuple[bytes, bytes]:
     """(evidence recall against k, evidence recall against characters passed on a log scale)."""
+    plt = pyplot()
+
     by_k, ax_k = plt.subplots(figsize=(6, 4))
     by_chars, ax_c = plt.subplots(figsize=(6, 4))
     for (strategy, retriever), run in summary.groupby(["strategy", "retriever"], sort=False):
@@ -84,7 +98,7 @@ class Drawn:
 
     def __call__(self, render: Callable[..., bytes | tuple[bytes, ...]], *args: object) -> tuple[bytes, ...]:
         """`render(*args)`'s PNGs as a tuple, rendered only when not known."""
-        what = (render.__module__, render.__qualname__, matplotlib.__version__, args)
+        what = (render.__module__, render.__qualname__, metadata.version("matplotlib"), args)
         key = hashlib.sha256(pickle.dumps(what, protocol=5)).hexdigest()
         if key not in self.known:
             made = render(*args)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 
 import pandas as pd
-from scipy.stats import kendalltau
 
 from rag_pipeline.lib.evaluation.markdown import to_markdown
 from rag_pipeline.lib.evaluation.metrics import HEADLINE, HEADLINE_BUDGET
@@ -69,6 +68,8 @@ def rank_agreement(first: pd.DataFrame, second: pd.DataFrame) -> dict[str, objec
     flips = [(x, y) for x, y in itertools.combinations(common, 2) if (a[x] - a[y]) * (b[x] - b[y]) < 0]
     tau = p = float("nan")
     if len(common) >= 2 and a[common].nunique() > 1 and b[common].nunique() > 1:
+        from scipy.stats import kendalltau  # scipy.stats takes seconds to import
+
         result = kendalltau(a[common], b[common])
         tau, p = float(result.statistic), float(result.pvalue)
     return {

@@ -5,11 +5,14 @@ moves the tags (`verify_release` is why the asset is stale until it has)."""
 
 from __future__ import annotations
 
-import lancedb
+from typing import TYPE_CHECKING
 
 from rag_pipeline.lib.core import AnyPath
 from rag_pipeline.lib.release.ledger import AGAIN, CURRENT, RELEASE_DIR, ReleaseError, read_current
 from rag_pipeline.lib.serving import DB_DIR, live_version, open_table, tag_live
+
+if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
+    import lancedb
 
 
 def released_table(data_dir: AnyPath, current: dict, name: str) -> lancedb.table.Table:

@@ -7,11 +7,13 @@ between a run that died there and the next run a tag may still be on the previou
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-
-import lancedb
+from typing import TYPE_CHECKING
 
 from rag_pipeline.lib.core import AnyPath, as_path
 from rag_pipeline.lib.serving.search import open_table
+
+if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
+    import lancedb
 
 LIVE = "live"
 DB_DIR = "lancedb"  # the served tables' directory under the data directory

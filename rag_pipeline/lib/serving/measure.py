@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import lancedb
 import numpy as np
 import pandas as pd
 
@@ -23,6 +23,9 @@ from rag_pipeline.lib.serving.served import (
     still_served,
     truth_from_ranking,
 )
+
+if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
+    import lancedb
 
 KS = (1, 5, 10)
 MIN_RECALL = 0.95  # recall_vs_exact at RECALL_K

@@ -7,14 +7,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import HnswSq, IvfPq
 
 from rag_pipeline.lib.core import AnyPath, storage_options
+
+if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
+    import lancedb
+    from lancedb.index import HnswSq, IvfPq
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class AnnConfig:
 
     def index(self, rows: int, dim: int) -> tuple[IvfPq | HnswSq, dict]:
         """The LanceDB index config for a table of `rows` vectors, and its parameters to report."""
+        from lancedb.index import HnswSq, IvfPq
+
         if self.kind == "ivf_pq":
             params = {
                 "num_partitions": max(1, round(math.sqrt(rows))),
@@ -67,12 +71,18 @@ class Hits(NamedTuple):
     distances: list[float]  # cosine distance, 1 - cosine similarity
 
 
+def connect(db_dir: str | AnyPath, consistency: timedelta) -> lancedb.DBConnection:
+    """The LanceDB database in `db_dir`, whose reads see commits at most `consistency` old."""
+    import lancedb
+
+    return lancedb.connect(
+        str(db_dir), read_consistency_interval=consistency, storage_options=storage_options(db_dir)
+    )
+
+
 def open_table(db_dir: str | AnyPath, table_name: str) -> lancedb.table.Table:
     """A served table; the reader follows new versions, so a cleanup never pulls files from under it."""
-    db = lancedb.connect(
-        str(db_dir), read_consistency_interval=timedelta(seconds=5), storage_options=storage_options(db_dir)
-    )
-    return db.open_table(table_name)
+    return connect(db_dir, timedelta(seconds=5)).open_table(table_name)
 
 
 def access_filter(groups: Sequence[str] | None) -> str | None:

@@ -25,13 +25,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import lancedb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from rag_pipeline.lib.core import AnyPath, read_table, readable_mask, write_table
+
+if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
+    import lancedb
 
 Ranking = list[tuple[str, float]]  # (chunk_id, cosine score), best first
 MARGIN = 1e-4  # cosine: far above float32 rounding of two ways to compute one distance
@@ -140,6 +143,8 @@ def probe_distances(
     scratch in-memory table holding only those rows' vectors, taken from `table`."""
     ids = sorted({c for chosen in wanted.values() for c in chosen})
     data = table.take_offsets(rows.ids.get_indexer(ids).tolist()).select(["chunk_id", "vector"]).to_arrow()
+    import lancedb
+
     scratch = lancedb.connect("memory://").create_table("probe", data)
     out = {}
     for i in wanted:

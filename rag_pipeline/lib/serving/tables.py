@@ -14,17 +14,19 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lancedb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.lib.core import AnyPath, as_path, storage_options, tree_bytes, vector_column
+from rag_pipeline.lib.core import AnyPath, as_path, tree_bytes, vector_column
 from rag_pipeline.lib.serving.diff import MUTABLE, diff_rows, values
 from rag_pipeline.lib.serving.live import cleanup_age
-from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, index_kind, vector_index
+from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, connect, index_kind, vector_index
+
+if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
+    import lancedb
 
 # readers still on a version this recent keep working while a sync cleans up
 DEFAULT_RETAIN = timedelta(minutes=10)
@@ -250,10 +252,7 @@ def sync_table(
 
         return pa.RecordBatchReader.from_batches(schema, built())
 
-    # every read sees the latest commit, another process's too
-    db = lancedb.connect(
-        str(db_dir), read_consistency_interval=timedelta(0), storage_options=storage_options(db_dir)
-    )
+    db = connect(db_dir, timedelta(0))  # every read sees the latest commit, another process's too
     table = _open_or_create(db, table_name, schema)
     everything = np.arange(source.num_rows)
     changes = {"rows_added": 0, "rows_removed": 0, "rows_updated": 0}

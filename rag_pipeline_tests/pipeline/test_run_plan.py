@@ -1,0 +1,141 @@
+"""`make run`'s plan (`python -m rag_pipeline.run --plan`): what it says runs is what runs next, the
+passages it counts are those the run embeds, and making it runs and writes nothing; the progress bar."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.instance.ref import InstanceRef
+
+from rag_pipeline.lib.chunking import load_strategies
+from rag_pipeline.plan import duration, plan_lines, progress_bar
+from rag_pipeline.run import Progress, due
+from rag_pipeline_tests.support.repos import NOTES, commit_files
+from rag_pipeline_tests.support.runs import make_run, project_definitions
+
+TCP = "content/notes/net/tcp-handshake/index.md"
+
+
+def files(root: str) -> dict[str, tuple[int, int]]:
+    """Every file under `root` with its size and modification time."""
+    found = {}
+    for path in Path(root).rglob("*"):
+        if path.is_file():
+            stat = path.stat()
+            found[str(path)] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+def texts_embedded(result) -> int:
+    total = 0
+    for event in result.get_asset_materialization_events():
+        meta = event.event_specific_data.materialization.metadata
+        if "texts_embedded" in meta and "reused" not in meta:
+            total += meta["texts_embedded"].value
+    return total
+
+
+def planned(defs, instance, env) -> tuple[dict, list[str]]:
+    """What `--plan` finds and prints (the evaluation's cursor not kept)."""
+    head, wanted = due(defs, instance, keep=False)
+    strategies = load_strategies(env.get("RAG_STRATEGIES"), None)
+    return wanted, plan_lines(defs, instance, head, wanted, strategies)
+
+
+def embed_count(lines: list[str]) -> int:
+    line = next(line for line in lines if line.startswith("  embed:"))
+    return 0 if "nothing" in line else int(line.split()[1])
+
+
+def test_a_plan_runs_nothing_and_the_next_run_runs_what_it_planned(notes_repo, small_env):
+    env = small_env | {"RAG_STRATEGIES": "fixed-200,section", "RAG_RETRIEVERS": "dense,bm25"}
+    defs, instance = project_definitions(env), dg.DagsterInstance.ephemeral()
+    data = env["RAG_DATA_DIR"]
+
+    # cold: every distinct passage is to be embedded, and the plan writes no file
+    wanted, lines = planned(defs, instance, env)
+    assert not Path(data).exists() and not instance.get_runs()
+    assert "no embedding rate measured" in lines[-1]
+    found, cold = make_run(defs, instance)
+    assert set(found.requested) == set(wanted)
+    assert embed_count(lines) == texts_embedded(cold) > 0
+
+    # an edit of one note: "a parent was updated" is planned, then still run
+    commit_files(
+        notes_repo, {TCP: NOTES[TCP] + "\nA new paragraph about SYN cookies and half-open queues.\n"}, "edit"
+    )
+    before, runs = files(data), len(instance.get_runs())
+    wanted, lines = planned(defs, instance, env)
+    assert "a parent was updated" in lines[0] and "characters/s (measured" in lines[-1]
+    assert files(data) == before and len(instance.get_runs()) == runs
+    again, _ = planned(defs, instance, env)  # a second plan sees the same
+    assert set(again) == set(wanted)
+    found, edit = make_run(defs, instance)
+    assert edit.success and set(found.requested) == set(wanted) and found.after == {}
+    assert embed_count(lines) == texts_embedded(edit) > 0
+
+    # nothing stale: the plan says so
+    wanted, lines = planned(defs, instance, env)
+    assert not wanted and lines == [
+        f"nothing is stale at {notes_repo.head.commit.hexsha[:12]}: every asset is fresh"
+    ]
+
+
+@pytest.mark.slow
+def test_the_plan_command_prints_the_plan_and_exits_0_without_a_run(small_env, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = os.environ | small_env | {"DAGSTER_HOME": str(home), "RAG_STRATEGIES": "section"}
+    done = subprocess.run(
+        [sys.executable, "-m", "rag_pipeline.run", "--plan"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("stale at ") and lines[-1].startswith("  embed: ") and len(lines) == 3
+    assert not Path(small_env["RAG_DATA_DIR"]).exists()
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+        assert not instance.get_runs()
+
+
+def test_the_progress_bar_says_how_much_is_done_and_the_time_left():
+    assert progress_bar(0, 40, 0.0, width=8) == "[--------] 0/40 texts"
+    assert progress_bar(10, 40, 30.0, width=8) == "[##------] 10/40 texts, 1 min 30 s left"
+    assert progress_bar(40, 40, 99.0, width=8) == "[########] 40/40 texts"
+    assert [duration(s) for s in (0.4, 59, 61, 3725)] == ["0 s", "59 s", "1 min 01 s", "1 h 02 min"]
+
+
+def entry(message: str, level: int = 20) -> dg.EventLogEntry:
+    return dg.EventLogEntry(
+        error_info=None,
+        level=level,
+        user_message=message,
+        run_id="r",
+        timestamp=time.time(),
+        step_key="embeddings_section",
+        job_name="index_and_evaluate",
+    )
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_a_terminal_redraws_one_progress_line_and_a_pipe_gets_the_log_lines(tty):
+    shown: list[str] = []
+    progress = Progress(echo=lambda text="", end="\n": shown.append(text + end), tty=tty)
+    for done in (10, 20):
+        progress.see(entry(f"embeddings_section: embedded {done}/40 texts (2.0 texts/s)"))
+    progress.see(entry("a warning", level=30))  # on a line of its own, below the bar
+    progress.see(entry("embeddings_section: embedded 40/40 texts (2.0 texts/s)"))
+    out = "".join(shown)
+    if tty:
+        assert out.count("\r") == 3 and "[######------------------] 10/40 texts, 15 s left" in out
+        assert "10 s left\x1b[K\n  a warning\n\r" in out and out.endswith("40/40 texts\x1b[K\n")
+    else:
+        assert "\r" not in out and out.count("\n") == 4
+        assert "  embeddings_section: embedded 20/40 texts (2.0 texts/s)\n  a warning\n" in out
