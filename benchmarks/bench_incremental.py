@@ -1,7 +1,8 @@
 """Benchmark incremental re-indexing on generated notes (a script, not a test).
 
 For each note count, builds a git repository of N generated notes and re-indexes it as `make run`
-does (observe the sources and check the outputs, evaluate the automation conditions, one run of what they request) and as
+does (observe the sources and check the outputs, evaluate the automation conditions, print the plan,
+one run of what they request) and as
 `dagster asset materialize --select '*'` / "Materialize all" does (every asset selected): a cold
 build, a one-note edit (each path), a one-chunker change, and a no-op (each path). Each scenario runs
 in a fresh process against one persistent Dagster instance, so its peak RSS is its own. Prints wall
@@ -30,6 +31,7 @@ import git
 
 from rag_pipeline.definitions import build_assets, index_and_evaluate, resources_from_env
 from rag_pipeline.lib.chunking import STRATEGIES, section_split_spans
+from rag_pipeline.plan import plan_lines
 from rag_pipeline.run import due, execute, pinned_config
 
 WORDS = [
@@ -103,6 +105,10 @@ def make_repo(root: Path, n: int, chars: int) -> git.Repo:
     return repo
 
 
+# the run's events are read from the instance; Dagster's console logger would print each of them
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
 def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # ru_maxrss is in KiB on Linux
 
@@ -173,13 +179,17 @@ def scenario(env: dict, path: str, bumped: bool, out) -> None:
     graph = defs.resolve_asset_graph()
     if path == "plan":
         head, wanted = due(defs, instance)
+        plan = plan_lines(defs, instance, head, wanted, strategies_for(bumped))  # make run prints it first
+        print("\n".join(plan), flush=True)
         job = defs.resolve_job_def(index_and_evaluate.name)
-        config = pinned_config(defs.resources["notes_repo"], head)
+        config = pinned_config(defs.resources["notes_repo"], head) | QUIET
         result = execute(job, instance, list(wanted), config, {}) if wanted else None
     else:
         job = defs.resolve_job_def(index_and_evaluate.name)
         keys = list(graph.materializable_asset_keys)
-        result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False)
+        result = job.execute_in_process(
+            instance=instance, asset_selection=keys, run_config=QUIET, raise_on_error=False
+        )
     seconds = time.perf_counter() - started
     sampler.stop.set()
     steps, embedded, durations = 0, 0, {}

@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--report" in args and "--plan" not in args and code in (0, REJECTED_EXIT):
         from rag_pipeline import show_report
 
-        show_report.main()  # the exit status stays the run's
+        show_report.main(verified=True)  # `look` checked the served tables; the exit status stays the run's
     return code
 
 

@@ -10,20 +10,34 @@ from rag_pipeline.lib.core import location, read_frame
 from rag_pipeline.lib.evaluation import SHOWN, decided_rows, matrix_table, reference_table, short, to_markdown
 from rag_pipeline.lib.evaluation.markdown import folded_md, key_md, plain
 from rag_pipeline.lib.questions import stale_suggestions
-from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
+from rag_pipeline.lib.release import (
+    REJECTED,
+    RELEASE_DIR,
+    ReleaseError,
+    checked_current,
+    read_current,
+    read_history,
+)
 from rag_pipeline.release import decision_lines, live_line
 from rag_pipeline.settings import DEFAULT_DATA_DIR
 
 
-def release_summary(data) -> str:
+def live_release(data, verified: bool) -> dict | ReleaseError | None:
+    """`current.json`, each table version it names checked to exist unless `verified` (`make run`
+    has just checked every output, the served tables included, and LanceDB takes seconds to import);
+    the error when it is damaged."""
+    try:
+        return read_current(data / RELEASE_DIR) if verified else checked_current(data)
+    except ReleaseError as exc:
+        return exc
+
+
+def release_summary(data, current: dict | ReleaseError | None) -> str:
     """The live release, and the last decision when it held a new index back."""
     history = read_history(data / RELEASE_DIR)
     if not len(history):
         return "release: no decision yet"
-    try:
-        lines = [live_line(checked_current(data))]
-    except ReleaseError as exc:
-        lines = [f"live: error: {exc}"]
+    lines = [f"live: error: {current}" if isinstance(current, ReleaseError) else live_line(current)]
     if history.iloc[-1]["decision"] == REJECTED:
         lines += decision_lines(history)
     return "\n".join(lines)
@@ -41,13 +55,10 @@ def stale_lines(reports) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def next_lines(data, verdict: dict) -> list[str]:
+def next_lines(data, current: dict | ReleaseError | None, verdict: dict) -> list[str]:
     """What the user got and what to do next: the served run (and whether it is the baseline or the
     best), an `ask` with a question of their set, the UI, and how to serve the best configuration."""
-    try:
-        current = checked_current(data)
-    except ReleaseError:
-        current = None
+    current = None if isinstance(current, ReleaseError) else current
     best = configuration(verdict["best"][0]) if verdict.get("best") else None
     lines = []
     if current is not None:
@@ -76,7 +87,8 @@ def next_lines(data, verdict: dict) -> list[str]:
     return lines
 
 
-def main() -> int:
+def main(verified: bool = False) -> int:
+    """`verified`: every output was checked just now (`make run`), the live tables are not opened again."""
     reports = location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR)) / "reports"
     path = reports / "evaluation_summary.parquet"
     if not path.exists():
@@ -119,8 +131,9 @@ def main() -> int:
         print(to_markdown(answer_table(table)))
         print(SHORT_KEY)
     print(f"\nfull report: {reports / 'report.md'}")
-    print(release_summary(reports.parent))
-    print("\n".join(stale_lines(reports) + next_lines(reports.parent, verdict)))
+    current = live_release(reports.parent, verified)
+    print(release_summary(reports.parent, current))
+    print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict)))
     print(f"\nVerdict: {plain(verdict['wording'])}")
     return 0
 
