@@ -133,7 +133,7 @@ def embedding_line(defs: dg.Definitions, instance: dg.DagsterInstance, wanted, h
     version = defs.resources["embedder"].get().embedding_version
     keys = [dg.AssetKey(lanes.lane_key("embeddings", s)) for s in strategies]
     rate = measured_rate(instance, keys, version)
-    said = f"  embed: {count} passages ({chars:,} characters) not yet in the vector store"
+    said = f"  embed: {count:,} passages ({chars:,} characters) not yet in the vector store"
     if rate is None:
         return f"{said}; no embedding rate measured on this machine for this embedder yet"
     when = datetime.datetime.fromtimestamp(rate[1]).strftime("%Y-%m-%d %H:%M")

@@ -48,7 +48,7 @@ def planned(defs, instance, env) -> tuple[dict, list[str]]:
 
 def embed_count(lines: list[str]) -> int:
     line = next(line for line in lines if line.startswith("  embed:"))
-    return 0 if "nothing" in line else int(line.split()[1])
+    return 0 if "nothing" in line else int(line.split()[1].replace(",", ""))
 
 
 def test_a_plan_runs_nothing_and_the_next_run_runs_what_it_planned(notes_repo, small_env):
