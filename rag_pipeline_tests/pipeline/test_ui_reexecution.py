@@ -2,13 +2,11 @@
 `workspace.yaml`'s code location, which the UI's *Re-execute* looks the job up by. A real
 `dagster-webserver` on 127.0.0.1, driven through its GraphQL API as the button drives it."""
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,21 +14,12 @@ import pytest
 from rag_pipeline.settings import PROJECT_ROOT
 from rag_pipeline_tests.support.runs import cli
 from rag_pipeline_tests.support.services import free_port
+from scripts.screenshots import graphql
 
 LOADED = "{ workspaceOrError { ... on Workspace { locationEntries { loadStatus } } } }"
 LAST_RUN = "{ runsOrError(limit: 1) { ... on Runs { results { runId status parentRunId } } } }"
 REEXECUTE = """mutation { launchRunReexecution(reexecutionParams: {parentRunId: "%s", strategy: ALL_STEPS}) {
   __typename ... on PythonError { message } } }"""
-
-
-def graphql(base: str, query: str) -> dict:
-    request = urllib.request.Request(
-        f"{base}/graphql",
-        data=json.dumps({"query": query}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)["data"]
 
 
 def until(what, timeout: float = 300.0):
