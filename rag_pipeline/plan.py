@@ -12,11 +12,11 @@ import dagster as dg
 import pandas as pd
 
 from rag_pipeline.defs import lanes
-from rag_pipeline.defs.sources import known_notes
+from rag_pipeline.defs.sources import cleaned_rows, known_notes
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
 from rag_pipeline.lib.core import version_key
 from rag_pipeline.lib.embedding import Passages, text_hashes
-from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote, clean_note
+from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote
 
 MEASURED = 10  # the materializations of a lane searched back for its last measured embedding
 
@@ -57,16 +57,8 @@ def lane_chunks(
         if (n.note, n.source_version) in same:
             kept.add(n.note)
             continue
-        cleaned = clean_note(n.raw, n.title)
-        note = {
-            "note": n.note,
-            "source_version": n.source_version,
-            "note_commit": n.commit,
-            "cleaner_version": CLEANER_VERSION,
-            "text": cleaned.text,
-            "sections": [s.__dict__ for s in cleaned.sections],
-            "access": list(n.access),
-        }
+        # as a `source_notes` row; `note_commit` and the access lists make no passage text
+        (note,) = cleaned_rows(vars(n) | {"note_commit": n.commit, "cleaner_version": CLEANER_VERSION})
         rows += [{c: row[c] for c in columns} for row in chunk_cleaned_note(strategy, note)]
     old = previous.loc[previous["note"].isin(kept), columns] if previous is not None else None
     return pd.concat([old, pd.DataFrame(rows, columns=columns)], ignore_index=True)

@@ -2,8 +2,9 @@
 and checks every asset's outputs (`automation.look`), evaluates the assets' automation conditions in
 this process as the automation sensor would (`automation.requested`), and runs what they request as
 one run of the `index_and_evaluate` job; again until nothing is requested. Nothing requested: nothing
-runs. Before a run it prints the plan (`rag_pipeline.plan`); `--plan` prints only that. The run is executed here, through the instance's storage but no run coordinator, so it needs no
-daemon and no `dagster.yaml`. Exits 0 on success, 1 on a failed or refused run, 2 on a bad setting, 3
+runs. Before a run it prints the plan (`rag_pipeline.plan`); `--plan` prints only that. The run is
+executed here, through the instance's storage but no run coordinator, so it needs no daemon and no
+`dagster.yaml`. Exits 0 on success, 1 on a failed or refused run, 2 on a bad setting, 3
 when only the release gate failed (the reports are fresh, the live index stays where it was)."""
 
 from __future__ import annotations

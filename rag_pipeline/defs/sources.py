@@ -120,7 +120,8 @@ def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
     return _source_notes
 
 
-def _cleaned(note: dict) -> list[dict]:
+def cleaned_rows(note: dict) -> list[dict]:
+    """The `cleaned_notes` row of a `source_notes` row (the plan chunks changed notes through it too)."""
     cleaned = clean_note(note["raw"], note["title"])
     fields = ("note", "path", "commit", "source_version", "note_commit", "title", "cleaner_version", "access")
     return [
@@ -148,7 +149,7 @@ def cleaned_notes(context: dg.AssetExecutionContext, store: DataStore):
         previous,
         source.assign(cleaner_version=CLEANER_VERSION),
         key=["source_version", "cleaner_version"],
-        build=_cleaned,
+        build=cleaned_rows,
         refresh={"commit": "commit", "path": "path", "note_commit": "note_commit"},
     )
     empty = sorted(frame.loc[frame["text"].str.strip() == "", "path"])
