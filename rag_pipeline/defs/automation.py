@@ -112,27 +112,36 @@ def with_conditions(assets: Iterable) -> list:
     ) + [a for a in assets if getattr(a, "is_observable", False)]
 
 
+def latest_materializations(
+    instance: dg.DagsterInstance, keys: Iterable[dg.AssetKey]
+) -> dict[dg.AssetKey, dg.EventLogRecord | None]:
+    """Each asset's latest materialization record, read in one query (its asset record)."""
+    found = {
+        r.asset_entry.asset_key: r.asset_entry.last_materialization_record
+        for r in instance.get_asset_records(list(keys))
+    }
+    return {key: found.get(key) for key in keys}
+
+
 def intact(
-    instance: dg.DagsterInstance,
-    key: dg.AssetKey,
+    record: dg.EventLogRecord | None,
     code_version: str | None,
     root: str,
     verified: MutableMapping[str, str] | None = None,
-) -> tuple[bool, str, int | None]:
-    """Whether `key`'s latest materialization left its outputs whole in the data directory `root`,
-    made under the settings its code version names now; why not; the materialization's storage id.
-    `verified`: see `damaged` (the nightly check passes none: it opens every table)."""
-    records = instance.fetch_materializations(key, limit=1).records
-    if not records:
-        return True, "never materialized", None
-    metadata = records[0].asset_materialization.metadata
+) -> tuple[bool, str]:
+    """Whether the materialization `record` (an asset's latest) left its outputs whole in the data
+    directory `root`, made under the settings its code version names now; why not. `verified`: see
+    `damaged` (the nightly check passes none: it opens every table)."""
+    if record is None:
+        return True, "never materialized"
+    metadata = record.asset_materialization.metadata
     made = recorded(metadata, CONFIG)
     wanted = config_of(code_version)
     if wanted is not None and made != wanted:
-        return False, f"made under other settings ({made}, now {wanted})", records[0].storage_id
+        return False, f"made under other settings ({made}, now {wanted})"
     files = recorded(metadata, OUTPUTS) or []
     problem = elsewhere(files, root) or damaged(files, verified)
-    return problem is None, problem or "every output is there", records[0].storage_id
+    return problem is None, problem or "every output is there"
 
 
 def outputs_check(
@@ -160,10 +169,11 @@ def outputs_check(
     @dg.multi_asset_check(specs=specs, can_subset=True, name="outputs_intact")
     def outputs_intact(context: dg.AssetCheckExecutionContext, store: DataStore):
         root = str(store.path())
-        for check_key in context.selected_asset_check_keys:
-            passed, why, _ = intact(
-                context.instance, check_key.asset_key, versions[check_key.asset_key], root
-            )
+        selected = context.selected_asset_check_keys
+        latest = latest_materializations(context.instance, [c.asset_key for c in selected])
+        for check_key in selected:
+            key = check_key.asset_key
+            passed, why = intact(latest[key], versions[key], root)
             yield dg.AssetCheckResult(
                 asset_key=check_key.asset_key, check_name=OUTPUTS_CHECK, passed=passed, metadata={"why": why}
             )
@@ -184,20 +194,20 @@ def look(defs: dg.Definitions, instance: dg.DagsterInstance, observed: dict[dg.A
     kept = instance.run_storage.get_cursor_values({VERIFIED}).get(VERIFIED)
     before = json.loads(kept) if kept else {}
     verified = ChainMap({}, before)  # what is found whole now: kept, so the record does not grow
-    for key in graph.materializable_asset_keys:
-        passed, why, storage_id = intact(instance, key, graph.get(key).code_version, root, verified)
+    latest = latest_materializations(instance, graph.materializable_asset_keys)
+    for key, record in latest.items():
+        passed, why = intact(record, graph.get(key).code_version, root, verified)
         if passed:
             continue
         check_key = dg.AssetCheckKey(key, OUTPUTS_CHECK)
-        latest = instance.event_log_storage.get_latest_asset_check_execution_by_key([check_key]).get(
+        execution = instance.event_log_storage.get_latest_asset_check_execution_by_key([check_key]).get(
             check_key
         )
-        event = latest.event if latest is not None else None
+        event = execution.event if execution is not None else None
         evaluation = event.dagster_event.event_specific_data if event and event.dagster_event else None
         target = getattr(evaluation, "target_materialization_data", None)
-        if target is not None and target.storage_id == storage_id and not evaluation.passed:
+        if target is not None and target.storage_id == record.storage_id and not evaluation.passed:
             continue  # already recorded for this materialization
-        record = instance.fetch_materializations(key, limit=1).records[0]
         instance.report_runless_asset_event(
             dg.AssetCheckEvaluation(
                 asset_key=key,
