@@ -30,6 +30,7 @@ import dagster as dg
 import git
 
 from rag_pipeline.definitions import build_assets, index_and_evaluate, resources_from_env
+from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import STRATEGIES, section_split_spans
 from rag_pipeline.plan import plan_lines
 from rag_pipeline.run import due, execute, pinned_config
@@ -178,7 +179,8 @@ def scenario(env: dict, path: str, bumped: bool, out) -> None:
     )
     graph = defs.resolve_asset_graph()
     if path == "plan":
-        head, wanted = due(defs, instance)
+        observed, wanted = due(defs, instance)
+        head = observed[HEAD]
         plan = plan_lines(defs, instance, head, wanted, strategies_for(bumped))  # make run prints it first
         print("\n".join(plan), flush=True)
         job = defs.resolve_job_def(index_and_evaluate.name)

@@ -1,55 +1,60 @@
 """`python -m rag_pipeline.run`: what `make run` does. Observes the notes head and the questions file
 and checks every asset's outputs (`automation.look`), evaluates the assets' automation conditions in
 this process as the automation sensor would (`automation.requested`), and runs what they request as
-one run of the `index_and_evaluate` job; again until nothing is requested. Nothing requested: nothing
-runs. Before a run it prints the plan (`rag_pipeline.plan`); `--plan` prints only that. The run is
-executed here, through the instance's storage but no run coordinator, so it needs no daemon and no
-`dagster.yaml`. Exits 0 on success, 1 on a failed or refused run, 2 on a bad setting, 3
-when only the release gate failed (the reports are fresh, the live index stays where it was)."""
+one run of the `index_and_evaluate` job; again if a commit or a questions edit landed meanwhile.
+Nothing requested: nothing runs. Before a run it prints the plan (`rag_pipeline.plan`); `--plan`
+prints only that. The run is executed here, through the instance's storage but no run coordinator,
+so it needs no daemon and no `dagster.yaml`. Exits 0 on success, 1 on a failed or refused run, 2 on
+a bad setting, 3 when only the release gate failed (the reports are fresh, the live index stays
+where it was)."""
 
 from __future__ import annotations
 
-import functools
 import gc
+
+if __name__ == "__main__":  # `make run`: the collector is frozen and enabled again in `run`, once
+    gc.disable()  # the imports are done; walking their objects was half of a no-op `make run`
+
 import os
-import re
 import sys
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import StrategyError
 from rag_pipeline.lib.core import DirectoryLock
 from rag_pipeline.lib.questions import QuestionsError
 from rag_pipeline.lib.sources import NotesSourceError
-from rag_pipeline.plan import plan_lines, progress_bar
+from rag_pipeline.plan import plan_lines
+from rag_pipeline.progress import REQUEST_TAG, Progress, follow
 from rag_pipeline.settings import SettingsError
-
-if TYPE_CHECKING:
-    from dagster._utils.error import SerializableErrorInfo
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
 REJECTED_EXIT = 3  # everything ran and was evaluated, and the release gate held the new index back
-REQUEST_TAG = "rag/request"
-EMBEDDED = re.compile(r"(\S+): embedded (\d+)/(\d+) texts \(([\d.]+) texts/s\)")  # progress_reporter's line
+
+
+def sources(defs: dg.Definitions) -> dict[dg.AssetKey, str]:
+    """The versions of the two sources now: the notes head and the questions file's sha256."""
+    from rag_pipeline.defs.sources import observe
+
+    return observe(defs.resources["notes_repo"], defs.resources["questions_file"])
 
 
 def due(
     defs: dg.Definitions, instance: dg.DagsterInstance, keep: bool = True
-) -> tuple[str, dict[dg.AssetKey, list[str]]]:
-    """The head observed, and the assets the conditions request now with their reasons (the
-    evaluation's cursor kept unless `keep` is false, as for a plan)."""
+) -> tuple[dict[dg.AssetKey, str], dict[dg.AssetKey, list[str]]]:
+    """The sources observed (`sources`; the notes head under `HEAD`), and the assets the conditions
+    request now with their reasons (the evaluation's cursor kept unless `keep` is false, as for a
+    plan)."""
     from rag_pipeline.defs.automation import look, requested
-    from rag_pipeline.defs.sources import HEAD, observe
 
-    r = defs.resources
-    observed = observe(r["notes_repo"], r["questions_file"])
+    observed = sources(defs)
     look(defs, instance, observed)
-    return observed[HEAD], requested(defs, instance, keep)
+    return observed, requested(defs, instance, keep)
 
 
 def pinned_config(notes_repo, commit: str) -> dict:
@@ -88,103 +93,6 @@ def execute(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dic
         remote_job_origin=workspace_origin(job.get_definition().name),
     )
     return execute_run(job, run, instance).dagster_run
-
-
-def user_message(error: SerializableErrorInfo) -> str:
-    """The line a user acts on: the first error in the cause chain that is not Dagster's wrapper of
-    the step (`Error occurred while executing op ...`), its first line, without the module path of
-    the project's own exception classes."""
-    while error.cause is not None and error.message.startswith("dagster."):
-        error = error.cause
-    lines = error.message.strip().splitlines()
-    first = lines[0] if lines else error.cls_name or "failed"
-    qualified, colon, rest = first.partition(": ")
-    own = qualified.startswith("rag_pipeline.") and qualified.endswith(f".{error.cls_name}")
-    return rest if colon and own else first
-
-
-class Progress:
-    """What the terminal shows of a run: the assets done, a few to a line; the embedder's progress
-    (on a terminal, `tty`, one bar redrawn in place with the time left; else the log's lines); warnings
-    and failures. `verbose` shows every event of the run's log instead."""
-
-    def __init__(self, echo=None, verbose: bool = False, every_s: float = 10.0, tty: bool = False):
-        echo = echo or functools.partial(print, flush=True)  # flushed: a bar has no newline to flush it
-        self.echo, self.verbose, self.every_s, self.tty = echo, verbose, every_s, tty
-        self.bar = False  # a progress bar is drawn on the last line, without its newline yet
-        self.done: list[str] = []
-        self.failed: list[str] = []
-        self.refused = False  # another run held the data directory
-        self.reused = 0
-        self.last = time.monotonic()
-
-    def see(self, entry) -> None:
-        event = entry.dagster_event
-        if self.verbose:
-            self.echo(f"  {entry.level}  {entry.step_key or ''}  {entry.message or entry.user_message}")
-            return
-        if event is None:
-            message = entry.user_message or ""
-            if self.tty and (progress := EMBEDDED.match(message)):
-                self.draw(*progress.groups())
-            elif message and (entry.level >= 30 or "embedded" in message):
-                self.show(f"  {message.splitlines()[0][:160]}")
-        elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
-            data = event.event_specific_data.materialization
-            if "reused" in data.metadata:
-                self.reused += 1
-            else:
-                self.done.append(data.asset_key.to_user_string())
-        elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
-            error = event.event_specific_data.error
-            message = user_message(error) if error else "failed"
-            own = error.cause if error and error.cause else error  # the step's own exception
-            self.refused = self.refused or (own is not None and own.cls_name == "DataDirectoryBusy")
-            self.failed.append(event.step_key)
-            self.show(f"  FAILED  {event.step_key}: {message}")
-
-    def show(self, line: str) -> None:
-        """A line of its own, below a progress bar being drawn."""
-        if self.bar:
-            self.echo("")
-            self.bar = False
-        self.echo(line)
-
-    def draw(self, step: str, done: str, total: str, rate: str) -> None:
-        """A terminal's progress bar, redrawn in place (`\\r`) until the step's embedding is done."""
-        elapsed = int(done) / float(rate) if float(rate) > 0 else 0.0
-        self.echo(f"\r  {step} {progress_bar(int(done), int(total), elapsed)}\033[K", end="")
-        self.bar = done != total
-        if not self.bar:
-            self.echo("")
-
-    def flush(self, force: bool = False) -> None:
-        due = len(self.done) >= 6 or time.monotonic() - self.last >= self.every_s
-        if (self.done or self.reused) and (force or due):
-            reused = f" ({self.reused} unchanged, reused)" if self.reused else ""
-            self.show(f"  done: {', '.join(self.done) or '-'}{reused}")
-            self.done, self.reused, self.last = [], 0, time.monotonic()
-
-
-def follow(instance: dg.DagsterInstance, request: str, progress: Progress, done: threading.Event) -> None:
-    """Show the progress of the run tagged `request` until `done` is set."""
-    run_id, cursor = None, None
-    while True:
-        finished = done.is_set()
-        if run_id is None:
-            runs = instance.get_runs(dg.RunsFilter(tags={REQUEST_TAG: request}), limit=1)
-            run_id = runs[0].run_id if runs else None
-        while run_id is not None:  # only the entries new since the last look: the log grows long
-            page = instance.get_records_for_run(run_id, cursor=cursor, limit=1000)
-            for record in page.records:
-                progress.see(record.event_log_entry)
-            cursor = page.cursor
-            if not page.has_more:
-                break
-        progress.flush(force=finished)
-        if finished:
-            return
-        done.wait(0.5)
 
 
 def run_shown(job, instance: dg.DagsterInstance, keys, run_config: dict, progress: Progress) -> dg.DagsterRun:
@@ -261,9 +169,16 @@ def run(args: list[str]) -> int:
         # the modules are imported and live as long as the process: the collector need not walk
         # their objects again (those walks were half of a no-op `make run`)
         gc.freeze()
+        gc.enable()
+        built = None  # the sources' versions the last run built from
         for _ in range(MAX_RUNS):
             try:
-                head, wanted = due(defs, instance, keep="--plan" not in args)
+                # a run built what the conditions requested and all it reaches: only a commit or a
+                # questions edit made meanwhile leaves anything stale (then they are evaluated again)
+                if built is not None and sources(defs) == built:
+                    return 0
+                observed, wanted = due(defs, instance, keep="--plan" not in args)
+                head = observed[HEAD]
                 print("\n".join(plan_lines(defs, instance, head, wanted, strategies)))
             except (NotesSourceError, QuestionsError) as exc:  # the repository, ref or questions file set
                 print(f"error: {exc}", file=sys.stderr)
@@ -283,6 +198,7 @@ def run(args: list[str]) -> int:
                 continue
             if run.status != dg.DagsterRunStatus.SUCCESS:
                 return REJECTED_EXIT if progress.failed == ["release"] else 1
+            built = observed
     print(f"still stale after {MAX_RUNS} runs", file=sys.stderr)
     return 1
 

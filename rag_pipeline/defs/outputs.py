@@ -28,18 +28,23 @@ def outputs(
     entries = [{"path": str(p)} for p in paths]
     entries += [{"db": str(db), "table": name, "version": version} for db, name, version in tables]
     entries += [{"db": str(db), "table": name, "tag": tag, "version": v} for db, name, tag, v in tags]
+    for entry in entries:  # the LanceDB files as their writer, which checked them, left them
+        if (files := lance_files(entry)) is not None:
+            entry["files"] = files
     return entries
 
 
-def fingerprint(*roots: object) -> str | None:
-    """The name, size and modification time of every file under the local `roots`, as one digest;
-    None for an object store (not cached)."""
+def fingerprint(*roots: object, skip: str | None = None) -> str | None:
+    """The name, size and modification time of every file under the local `roots` but those in a
+    folder named `skip`, as one digest; None for an object store (not cached)."""
     digest = hashlib.sha256()
     for root in roots:
         if "://" in str(root):
             return None
         walked = sorted(os.walk(root)) if os.path.isdir(root) else [(os.path.dirname(root), [], [root])]
         for folder, _, names in walked:
+            if skip is not None and skip in Path(folder).relative_to(root).parts:
+                continue
             for name in sorted(names):
                 path = os.path.join(folder, name)
                 stat = os.stat(path) if os.path.exists(path) else None
@@ -52,7 +57,10 @@ def lance_files(entry: dict) -> str | None:
     """The fingerprint of the files a LanceDB check of `entry` reads (its table, or for the live
     release every served table and `current.json`), or None when it opens no table."""
     if "table" in entry:
-        return fingerprint(Path(entry["db"]) / f"{entry['table']}.lance")
+        # a table's tags (the release's) are read by the check of a tag only
+        return fingerprint(
+            Path(entry["db"]) / f"{entry['table']}.lance", skip=None if "tag" in entry else "_refs"
+        )
     path = Path(str(entry["path"]))
     if path.name == CURRENT and path.parent.name == RELEASE_DIR:
         return fingerprint(path.parent.parent / "lancedb", path)
@@ -63,12 +71,14 @@ def damaged(recorded: object, verified: MutableMapping[str, str] | None = None) 
     """Why one of the recorded outputs is missing or unreadable, or None when all are whole.
 
     `verified` maps an entry to the fingerprint of the files it was last found whole with: an entry
-    whose LanceDB files are byte for byte as they were (same names, sizes, times) is not opened again
-    (importing and opening LanceDB takes seconds); entries found whole now are added to it."""
+    whose LanceDB files are byte for byte as they were then, or as their writer left them (`outputs`
+    records that: same names, sizes, times), is not opened again (importing and opening LanceDB
+    takes seconds); entries found whole now are added to it. Without `verified` every entry is
+    opened."""
     for entry in recorded or []:
         key = json.dumps(entry, sort_keys=True)
         files = lance_files(entry) if verified is not None else None
-        unchanged = files is not None and verified.get(key) == files
+        unchanged = files is not None and files in (verified.get(key), entry.get("files"))
         if not unchanged and (problem := damaged_entry(entry)):
             return problem
         if files is not None:

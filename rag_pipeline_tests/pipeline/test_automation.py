@@ -190,3 +190,28 @@ def test_make_run_needs_no_daemon_and_no_dagster_yaml(small_env, tmp_path):
     again = subprocess.run([*runner, "--report"], env=env, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0 and "nothing is stale" in again.stdout
     assert again.stdout.rstrip().splitlines()[-1].startswith("Verdict: ")
+
+
+@pytest.mark.slow
+def test_a_commit_made_during_make_runs_run_is_built_by_a_second_run(notes_repo, small_env, tmp_path):
+    """After a run, `make run` looks at the sources again: a commit made meanwhile is run at once,
+    and with none it stops after one run."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = os.environ | small_env | {"DAGSTER_HOME": str(home), "RAG_STRATEGIES": "section"}
+    env |= {"RAG_RETRIEVERS": "dense"}
+    runner = [sys.executable, "-m", "rag_pipeline.run"]
+    with subprocess.Popen(runner, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        first = proc.stdout.readline()  # the plan: printed after the head was observed, before the run
+        commit_files(notes_repo, {TCP: NOTES[TCP] + "\nSYN cookies, added while the run ran.\n"}, "edit")
+        out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err[-2000:]
+    head = notes_repo.head.commit.hexsha[:12]
+    plans = [line for line in [first, *out.splitlines()] if line.startswith("stale at ")]
+    assert len(plans) == 2 and plans[1].startswith(f"stale at {head}: "), [first, out]
+    assert out.count(": success") == 2 and "a parent was updated" in plans[1]
+
+    again = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and again.stdout.splitlines() == [
+        f"nothing is stale at {head}: every asset is fresh"
+    ]

@@ -3,7 +3,7 @@ reads changes it, so a damaged table or release is opened and checked again."""
 
 import os
 
-from rag_pipeline.defs.outputs import lance_files
+from rag_pipeline.defs.outputs import damaged, lance_files, outputs
 
 
 def test_every_file_a_lancedb_check_reads_is_in_its_fingerprint(tmp_path):
@@ -28,4 +28,23 @@ def test_every_file_a_lancedb_check_reads_is_in_its_fingerprint(tmp_path):
     seen.append(lance_files(release))
     current.unlink()
     assert lance_files(release) not in seen
+    tags = versions.parent / "_refs" / "tags"  # a tag: the tag's check reads it, the table's does not
+    tags.mkdir(parents=True)
+    tagged = table | {"tag": "live"}
+    before = lance_files(tagged)
+    (tags / "live.json").write_text('{"version": 2}')
+    assert lance_files(tagged) != before and lance_files(table) == seen[-2]
     assert lance_files({"path": str(tmp_path / "reports" / "report.md")}) is None  # no table read
+
+
+def test_a_table_as_its_writer_left_it_is_not_opened_until_a_file_changes(tmp_path):
+    """`outputs` records the fingerprint at write time; `look` (a `verified` map) trusts it while the
+    files are unchanged, the nightly check (none) opens the table. Not a LanceDB table: opening it fails."""
+    versions = tmp_path / "lancedb" / "section.lance" / "_versions"
+    versions.mkdir(parents=True)
+    (versions / "1.manifest").write_text("not a manifest")
+    recorded = outputs(tables=[(tmp_path / "lancedb", "section", 1)])
+    assert damaged(recorded, {}) is None
+    assert "cannot be read" in damaged(recorded)
+    (versions / "2.manifest").write_text("another")
+    assert "cannot be read" in damaged(recorded, {})

@@ -11,9 +11,11 @@ import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef
 
+from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import load_strategies
 from rag_pipeline.plan import duration, plan_lines, progress_bar
-from rag_pipeline.run import Progress, due
+from rag_pipeline.progress import Progress
+from rag_pipeline.run import due
 from rag_pipeline_tests.support.repos import NOTES, commit_files
 from rag_pipeline_tests.support.runs import make_run, project_definitions
 
@@ -41,9 +43,9 @@ def texts_embedded(result) -> int:
 
 def planned(defs, instance, env) -> tuple[dict, list[str]]:
     """What `--plan` finds and prints (the evaluation's cursor not kept)."""
-    head, wanted = due(defs, instance, keep=False)
+    observed, wanted = due(defs, instance, keep=False)
     strategies = load_strategies(env.get("RAG_STRATEGIES"), None)
-    return wanted, plan_lines(defs, instance, head, wanted, strategies)
+    return wanted, plan_lines(defs, instance, observed[HEAD], wanted, strategies)
 
 
 def embed_count(lines: list[str]) -> int:

@@ -55,14 +55,15 @@ class Found:
 def make_run(defs, instance) -> tuple[Found, object]:
     """What `make run` does, in this process: observe and check (`automation.look`), evaluate the
     assets' conditions, execute one run of what they request (None when nothing is)."""
+    from rag_pipeline.defs.sources import HEAD
     from rag_pipeline.run import due, execute, pinned_config
 
-    head, wanted = due(defs, instance)
+    observed, wanted = due(defs, instance)
     found = Found(wanted, unsynced(defs, instance))
     if not wanted:
         return found, None
     job = defs.resolve_job_def("index_and_evaluate")
-    config = pinned_config(defs.resources["notes_repo"], head)
+    config = pinned_config(defs.resources["notes_repo"], observed[HEAD])
     result = execute(job, instance, list(wanted), config, {})
     found.after = due(defs, instance)[1]
     return found, result

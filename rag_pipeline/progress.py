@@ -1,0 +1,117 @@
+"""What the terminal shows while `make run`'s run runs, read from the run's log as it grows: the
+assets done, the embedder's progress bar, and each failure's real cause in one line."""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import dagster as dg
+
+from rag_pipeline.plan import progress_bar
+
+if TYPE_CHECKING:
+    from dagster._utils.error import SerializableErrorInfo
+
+REQUEST_TAG = "rag/request"  # the tag by which `follow` finds the run `make run` asked for
+EMBEDDED = re.compile(r"(\S+): embedded (\d+)/(\d+) texts \(([\d.]+) texts/s\)")  # progress_reporter's line
+
+
+def user_message(error: SerializableErrorInfo) -> str:
+    """The line a user acts on: the first error in the cause chain that is not Dagster's wrapper of
+    the step (`Error occurred while executing op ...`), its first line, without the module path of
+    the project's own exception classes."""
+    while error.cause is not None and error.message.startswith("dagster."):
+        error = error.cause
+    lines = error.message.strip().splitlines()
+    first = lines[0] if lines else error.cls_name or "failed"
+    qualified, colon, rest = first.partition(": ")
+    own = qualified.startswith("rag_pipeline.") and qualified.endswith(f".{error.cls_name}")
+    return rest if colon and own else first
+
+
+class Progress:
+    """What the terminal shows of a run: the assets done, a few to a line; the embedder's progress
+    (on a terminal, `tty`, one bar redrawn in place with the time left; else the log's lines); warnings
+    and failures. `verbose` shows every event of the run's log instead."""
+
+    def __init__(self, echo=None, verbose: bool = False, every_s: float = 10.0, tty: bool = False):
+        echo = echo or functools.partial(print, flush=True)  # flushed: a bar has no newline to flush it
+        self.echo, self.verbose, self.every_s, self.tty = echo, verbose, every_s, tty
+        self.bar = False  # a progress bar is drawn on the last line, without its newline yet
+        self.done: list[str] = []
+        self.failed: list[str] = []
+        self.refused = False  # another run held the data directory
+        self.reused = 0
+        self.last = time.monotonic()
+
+    def see(self, entry) -> None:
+        event = entry.dagster_event
+        if self.verbose:
+            self.echo(f"  {entry.level}  {entry.step_key or ''}  {entry.message or entry.user_message}")
+            return
+        if event is None:
+            message = entry.user_message or ""
+            if self.tty and (progress := EMBEDDED.match(message)):
+                self.draw(*progress.groups())
+            elif message and (entry.level >= 30 or "embedded" in message):
+                self.show(f"  {message.splitlines()[0][:160]}")
+        elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
+            data = event.event_specific_data.materialization
+            if "reused" in data.metadata:
+                self.reused += 1
+            else:
+                self.done.append(data.asset_key.to_user_string())
+        elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
+            error = event.event_specific_data.error
+            message = user_message(error) if error else "failed"
+            own = error.cause if error and error.cause else error  # the step's own exception
+            self.refused = self.refused or (own is not None and own.cls_name == "DataDirectoryBusy")
+            self.failed.append(event.step_key)
+            self.show(f"  FAILED  {event.step_key}: {message}")
+
+    def show(self, line: str) -> None:
+        """A line of its own, below a progress bar being drawn."""
+        if self.bar:
+            self.echo("")
+            self.bar = False
+        self.echo(line)
+
+    def draw(self, step: str, done: str, total: str, rate: str) -> None:
+        """A terminal's progress bar, redrawn in place (`\\r`) until the step's embedding is done."""
+        elapsed = int(done) / float(rate) if float(rate) > 0 else 0.0
+        self.echo(f"\r  {step} {progress_bar(int(done), int(total), elapsed)}\033[K", end="")
+        self.bar = done != total
+        if not self.bar:
+            self.echo("")
+
+    def flush(self, force: bool = False) -> None:
+        due = len(self.done) >= 6 or time.monotonic() - self.last >= self.every_s
+        if (self.done or self.reused) and (force or due):
+            reused = f" ({self.reused} unchanged, reused)" if self.reused else ""
+            self.show(f"  done: {', '.join(self.done) or '-'}{reused}")
+            self.done, self.reused, self.last = [], 0, time.monotonic()
+
+
+def follow(instance: dg.DagsterInstance, request: str, progress: Progress, done: threading.Event) -> None:
+    """Show the progress of the run tagged `request` until `done` is set."""
+    run_id, cursor = None, None
+    while True:
+        finished = done.is_set()
+        if run_id is None:
+            runs = instance.get_runs(dg.RunsFilter(tags={REQUEST_TAG: request}), limit=1)
+            run_id = runs[0].run_id if runs else None
+        while run_id is not None:  # only the entries new since the last look: the log grows long
+            page = instance.get_records_for_run(run_id, cursor=cursor, limit=1000)
+            for record in page.records:
+                progress.see(record.event_log_entry)
+            cursor = page.cursor
+            if not page.has_more:
+                break
+        progress.flush(force=finished)
+        if finished:
+            return
+        done.wait(0.5)
