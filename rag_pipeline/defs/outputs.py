@@ -42,8 +42,9 @@ def fingerprint(*roots: object, skip: str | None = None) -> str | None:
         if "://" in str(root):
             return None
         walked = sorted(os.walk(root)) if os.path.isdir(root) else [(os.path.dirname(root), [], [root])]
+        depth = len(Path(root).parts)
         for folder, _, names in walked:
-            if skip is not None and skip in Path(folder).relative_to(root).parts:
+            if skip is not None and skip in Path(folder).parts[depth:]:
                 continue
             for name in sorted(names):
                 path = os.path.join(folder, name)

@@ -2,6 +2,7 @@
 reads changes it, so a damaged table or release is opened and checked again."""
 
 import os
+import shutil
 
 from rag_pipeline.defs.outputs import damaged, lance_files, outputs
 
@@ -35,6 +36,8 @@ def test_every_file_a_lancedb_check_reads_is_in_its_fingerprint(tmp_path):
     (tags / "live.json").write_text('{"version": 2}')
     assert lance_files(tagged) != before and lance_files(table) == seen[-2]
     assert lance_files({"path": str(tmp_path / "reports" / "report.md")}) is None  # no table read
+    shutil.rmtree(versions.parent)  # a deleted table
+    assert lance_files(table) not in seen
 
 
 def test_a_table_as_its_writer_left_it_is_not_opened_until_a_file_changes(tmp_path):

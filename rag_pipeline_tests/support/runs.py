@@ -45,7 +45,7 @@ class Found:
 
     requested: dict
     stale: dict
-    after: dict | None = None  # requested right after the run: `make run` evaluates again at once
+    after: dict | None = None  # what would be requested right after the run (the cursor not kept)
 
     def names(self) -> list[str]:
         """The requested assets' names, sorted."""
@@ -65,7 +65,9 @@ def make_run(defs, instance) -> tuple[Found, object]:
     job = defs.resolve_job_def("index_and_evaluate")
     config = pinned_config(defs.resources["notes_repo"], observed[HEAD])
     result = execute(job, instance, list(wanted), config, {})
-    found.after = due(defs, instance)[1]
+    # what would be requested now, the cursor left where the evaluation before the run put it, as
+    # `make run` leaves it (after a run it only looks at the sources again)
+    found.after = due(defs, instance, keep=False)[1]
     return found, result
 
 
