@@ -56,7 +56,10 @@ def fingerprint(*roots: object, skip: str | None = None) -> str | None:
 
 def lance_files(entry: dict) -> str | None:
     """The fingerprint of the files a LanceDB check of `entry` reads (its table, or for the live
-    release every served table and `current.json`), or None when it opens no table."""
+    release every served table and `current.json`), or None when it opens no table or the table is in
+    an object store (checked as a string: a `Path` would fold `s3://` into `s3:/`)."""
+    if "://" in str(entry.get("db", entry.get("path"))):
+        return None
     if "table" in entry:
         # a table's tags (the release's) are read by the check of a tag only
         return fingerprint(

@@ -36,6 +36,8 @@ def test_every_file_a_lancedb_check_reads_is_in_its_fingerprint(tmp_path):
     (tags / "live.json").write_text('{"version": 2}')
     assert lance_files(tagged) != before and lance_files(table) == seen[-2]
     assert lance_files({"path": str(tmp_path / "reports" / "report.md")}) is None  # no table read
+    assert lance_files({"db": "s3://bucket/run/lancedb", "table": "section", "version": 1}) is None
+    assert lance_files({"path": "s3://bucket/run/release/current.json"}) is None  # not cached
     shutil.rmtree(versions.parent)  # a deleted table
     assert lance_files(table) not in seen
 
