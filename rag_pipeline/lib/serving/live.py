@@ -32,9 +32,13 @@ def live_version(table: lancedb.table.Table) -> int | None:
 def tag_live(table: lancedb.table.Table, version: int) -> None:
     """Move the `live` tag to `version` (the tag is a pointer: no data is written)."""
     if live_version(table) is None:
-        table.tags.create(LIVE, version)
-    else:
-        table.tags.update(LIVE, version)
+        try:
+            table.tags.create(LIVE, version)
+            return
+        except RuntimeError:  # LanceDB's "tag live already exists": a release elsewhere made it meanwhile
+            if live_version(table) is None:
+                raise
+    table.tags.update(LIVE, version)
 
 
 def cleanup_age(table: lancedb.table.Table, retain: timedelta) -> timedelta:
