@@ -34,13 +34,11 @@ def outputs(
     return entries
 
 
-def fingerprint(*roots: object, skip: str | None = None) -> str | None:
+def fingerprint(*roots: Path, skip: str | None = None) -> str:
     """The name, size and modification time of every file under the local `roots` but those in a
-    folder named `skip`, as one digest; None for an object store (not cached)."""
+    folder named `skip`, as one digest."""
     digest = hashlib.sha256()
     for root in roots:
-        if "://" in str(root):
-            return None
         walked = sorted(os.walk(root)) if os.path.isdir(root) else [(os.path.dirname(root), [], [root])]
         depth = len(Path(root).parts)
         for folder, _, names in walked:
