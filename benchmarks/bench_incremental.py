@@ -29,11 +29,11 @@ from pathlib import Path
 import dagster as dg
 import git
 
+from rag_pipeline.cli.plan import plan_lines
+from rag_pipeline.cli.run import due, execute, pinned_config
 from rag_pipeline.definitions import build_assets, index_and_evaluate, resources_from_env
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import STRATEGIES, section_split_spans
-from rag_pipeline.plan import plan_lines
-from rag_pipeline.run import due, execute, pinned_config
 
 WORDS = [
     "索引",

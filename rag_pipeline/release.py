@@ -1,63 +1,8 @@
-"""`python -m rag_pipeline.release`: the live release (commit, run, recall, when) and the last
-decision with its reasons. Exits 1 when the last decision was a rejection, 2 when nothing was
-decided yet, a setting is bad or `release/current.json` is damaged, so CI can gate on it."""
+"""`python -m rag_pipeline.release`, as documented: `rag_pipeline.cli.release`."""
 
-import os
 import sys
 
-from rag_pipeline.lib.core import location
-from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
-from rag_pipeline.settings import Settings, SettingsError
-
-
-def data_dir():
-    return location(Settings.from_env(os.environ).data_dir)
-
-
-def live_line(current: dict | None) -> str:
-    if current is None:
-        return "live: nothing released yet"
-    tables = ", ".join(f"{t} v{v}" for t, v in current["table_versions"].items())
-    return (
-        f"live: commit {current['commit'][:12]}, run {current['run']}, evidence recall@{current['k']} "
-        f"{current['recall']:.3f}, released {current['time']} ({tables})"
-    )
-
-
-def decision_lines(history) -> list[str]:
-    last = history.iloc[-1]
-    lines = [
-        f"last decision: {last['decision']} at {last['time']}, commit {last['commit'][:12]}, run {last['run']}, "
-        f"evidence recall {last['recall']:.3f}"
-    ]
-    lines += [f"  - {reason}" for reason in last["reasons"]]
-    if len(last["newly_missed"]):
-        lines.append(f"  newly missed: {', '.join(last['newly_missed'])}")
-    return lines
-
-
-def main() -> int:
-    try:
-        data = data_dir()
-    except SettingsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    history = read_history(data / RELEASE_DIR)
-    if not len(history):
-        print(
-            f"{data / RELEASE_DIR}: no release decision yet; materialize `release` (make run) first",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        current = checked_current(data)
-    except ReleaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(live_line(current))
-    print("\n".join(decision_lines(history)))
-    return 1 if history.iloc[-1]["decision"] == REJECTED else 0
-
+from rag_pipeline.cli.release import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from rag_pipeline.experiments import main
+from rag_pipeline.cli.experiments import main
 from rag_pipeline.lib.evaluation import compare, holm, resolve
 from rag_pipeline.lib.evaluation.experiments import CURRENT, HIT, INDEX, OUTCOMES, prune
 from rag_pipeline.lib.evaluation.versus import Side

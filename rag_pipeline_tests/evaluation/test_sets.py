@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from rag_pipeline.gold import main
+from rag_pipeline.cli.gold import main
 from rag_pipeline.lib.core import read_frame
 from rag_pipeline.lib.evaluation import decided_rows, rank_agreement
 from rag_pipeline.lib.evaluation.metrics import HEADLINE

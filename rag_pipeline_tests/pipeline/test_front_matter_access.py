@@ -12,7 +12,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from rag_pipeline import ask
+from rag_pipeline.cli import ask
 from rag_pipeline.lib.serving import open_live
 from rag_pipeline_tests.fakes.llm import FakeLLM
 from rag_pipeline_tests.support.repos import make_notes_repo

@@ -11,11 +11,11 @@ import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef
 
+from rag_pipeline.cli.plan import duration, plan_lines, progress_bar
+from rag_pipeline.cli.progress import Progress
+from rag_pipeline.cli.run import due
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import load_strategies
-from rag_pipeline.plan import duration, plan_lines, progress_bar
-from rag_pipeline.progress import Progress
-from rag_pipeline.run import due
 from rag_pipeline_tests.support.repos import NOTES, commit_files
 from rag_pipeline_tests.support.runs import make_run, project_definitions
 

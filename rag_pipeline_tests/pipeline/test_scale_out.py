@@ -10,7 +10,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from rag_pipeline import show_report
+from rag_pipeline.cli import show_report
 from rag_pipeline.definitions import build_assets, build_definitions, reconstructable_job
 from rag_pipeline.lib.chunking import load_strategies
 from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes

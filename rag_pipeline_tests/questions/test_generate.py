@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
-from rag_pipeline.gold import main
+from rag_pipeline.cli.gold import main
 from rag_pipeline.lib.core import may_read
 from rag_pipeline.lib.questions import (
     OFFLINE_CATEGORIES,

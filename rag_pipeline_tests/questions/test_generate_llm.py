@@ -9,7 +9,7 @@ import re
 import git
 import pytest
 
-from rag_pipeline.gold import main
+from rag_pipeline.cli.gold import main
 from rag_pipeline.lib.questions import notes_at
 from rag_pipeline.lib.sources import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS

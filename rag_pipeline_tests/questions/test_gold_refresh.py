@@ -84,7 +84,7 @@ def test_note_versions_reads_only_the_slugs_asked_for(history):
 
 
 def test_cli_refresh_writes_a_copy(history, tmp_path, monkeypatch, capsys):
-    from rag_pipeline.gold import main
+    from rag_pipeline.cli.gold import main
 
     repo, c1, _, c3 = history
     path = tmp_path / "questions.json"

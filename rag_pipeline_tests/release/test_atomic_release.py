@@ -13,7 +13,7 @@ import dagster as dg
 import lancedb
 import pytest
 
-from rag_pipeline import release
+from rag_pipeline.cli import release
 from rag_pipeline.lib.release import verify_release
 from rag_pipeline.lib.serving import live_version, open_table, tag_live
 from rag_pipeline_tests.support.repos import commit_files

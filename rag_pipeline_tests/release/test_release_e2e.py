@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline import release, show_report
+from rag_pipeline.cli import release, show_report
 from rag_pipeline.lib.core import may_read
 from rag_pipeline.lib.serving import live_version, open_table
 from rag_pipeline.lib.sources.bundled_repo import build_repository

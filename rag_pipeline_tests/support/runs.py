@@ -55,8 +55,8 @@ class Found:
 def make_run(defs, instance) -> tuple[Found, object]:
     """What `make run` does, in this process: observe and check (`automation.look`), evaluate the
     assets' conditions, execute one run of what they request (None when nothing is)."""
+    from rag_pipeline.cli.run import due, execute, pinned_config
     from rag_pipeline.defs.sources import HEAD
-    from rag_pipeline.run import due, execute, pinned_config
 
     observed, wanted = due(defs, instance)
     found = Found(wanted, unsynced(defs, instance))
@@ -106,7 +106,7 @@ def cli(module: str, args: list[str], env: dict[str, str], cwd: Path) -> subproc
 
 def asked(monkeypatch, capsys, env: dict, *args: str) -> tuple[int, str, str]:
     """`python -m rag_pipeline.ask ARGS` in this process under `env`: (exit code, stdout, stderr)."""
-    from rag_pipeline import ask
+    from rag_pipeline.cli import ask
 
     for name, value in env.items():
         monkeypatch.setenv(name, value)

