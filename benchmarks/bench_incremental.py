@@ -31,9 +31,10 @@ import git
 
 from rag_pipeline.cli.plan import plan_lines
 from rag_pipeline.cli.run import due, execute, pinned_config
-from rag_pipeline.definitions import build_assets, index_and_evaluate, resources_from_env
+from rag_pipeline.definitions import build_definitions, index_and_evaluate
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import STRATEGIES, section_split_spans
+from rag_pipeline.settings import Settings
 
 WORDS = [
     "索引",
@@ -170,13 +171,7 @@ def scenario(env: dict, path: str, bumped: bool, out) -> None:
     sampler = RssSampler()
     sampler.start()
     started = time.perf_counter()
-    resources = resources_from_env(env)
-    defs = dg.Definitions(
-        assets=build_assets(strategies_for(bumped), resources),
-        jobs=[index_and_evaluate],
-        resources=resources,
-        executor=dg.in_process_executor,
-    )
+    defs = build_definitions(Settings.from_env(env | {"RAG_RETRY_AFTER": "0"}), strategies_for(bumped))
     graph = defs.resolve_asset_graph()
     if path == "plan":
         observed, wanted = due(defs, instance)

@@ -9,6 +9,7 @@ from rag_pipeline.defs import (
     answers,
     automation,
     chunks,
+    conditions,
     embeddings,
     evaluation,
     questions,
@@ -59,10 +60,14 @@ def resources_from_env(env: Mapping[str, str]) -> dict[str, dg.ConfigurableResou
     return build_resources(Settings.from_env(env))
 
 
-def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object] | None = None) -> list:
+def build_assets(
+    strategies: Iterable[Strategy],
+    resources: Mapping[str, object] | None = None,
+    retry_after: tuple[float, ...] = DEFAULTS.retry_after,
+) -> list:
     """The source assets, one lane of assets per strategy, and the summaries over all lanes; each
     asset's code version names the settings of `resources` (default: the defaults') its output
-    depends on."""
+    depends on; the automation sensor retries a failed asset after `retry_after` seconds."""
     strategies = list(strategies)
     resources = resources if resources is not None else build_resources(DEFAULTS)
     lanes = []
@@ -78,7 +83,7 @@ def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object]
     evaluated = [spec.name for spec in plan(list(resources["retrieval"].retrievers))[0]]
     served = release.release_run(resources["release"].run, baseline, evaluated)
     return [
-        *automation.with_conditions(
+        *conditions.with_conditions(
             [
                 sources.notes_head,
                 sources.questions_file,
@@ -90,7 +95,8 @@ def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object]
                 serving.evaluation_asset(strategies, resources),
                 answers.answers_asset(strategies, baseline, served, resources),
                 release.release_asset(strategies, served, resources),
-            ]
+            ],
+            retry_after,
         ),
         release.live_release,
     ]
@@ -130,11 +136,13 @@ def check_runs(settings: Settings, strategies: list[Strategy]) -> None:
             )
 
 
-def build_definitions(settings: Settings) -> dg.Definitions:
+def build_definitions(settings: Settings, strategies: list[Strategy] | None = None) -> dg.Definitions:
+    """The Definitions `settings` describe (`strategies`: those instead of the settings' own)."""
     resources = build_resources(settings)
-    strategies = load_strategies(settings.strategies or None, settings.strategy_file or None)
+    if strategies is None:
+        strategies = load_strategies(settings.strategies or None, settings.strategy_file or None)
     check_runs(settings, strategies)
-    assets = build_assets(strategies, resources)
+    assets = build_assets(strategies, resources, settings.retry_after)
     data_dir = data_dir_name(settings.data_dir)
     outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)
     return dg.Definitions(

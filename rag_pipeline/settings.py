@@ -70,10 +70,14 @@ DEFAULT_CRON = "0 3 * * *"  # the nightly re-index
 def _cron(value: str) -> str:
     if value.strip() == DEFAULT_CRON:  # valid: not checked, so the CLIs that read files load no Dagster
         return DEFAULT_CRON
-    from dagster._utils.schedules import is_valid_cron_schedule  # the check Dagster's schedules make
+    import dagster as dg  # the check Dagster's schedules make, through a schedule of the expression
 
-    if not is_valid_cron_schedule(value.strip()):
-        raise ValueError("five fields: minute hour day-of-month month day-of-week, e.g. '0 3 * * *'")
+    try:
+        dg.ScheduleDefinition(name="reindex", cron_schedule=value.strip(), job_name="index_and_evaluate")
+    except dg.DagsterInvalidDefinitionError:
+        raise ValueError(
+            "five fields: minute hour day-of-month month day-of-week, e.g. '0 3 * * *'"
+        ) from None
     return value.strip()
 
 
@@ -207,6 +211,13 @@ class Settings:
     reindex: bool = var("RAG_REINDEX", "off", values.flag, "on or off")
     reindex_cron: str = var("RAG_REINDEX_CRON", DEFAULT_CRON, _cron, "a cron expression")
     reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", values.timezone, "an IANA time zone")
+    retry_after: tuple[float, ...] = var(
+        "RAG_RETRY_AFTER",
+        "1,5,30",
+        values.minutes,
+        "minutes before the automation sensor retries a failed asset, after the 1st, 2nd, 3rd and later "
+        "failures (a new input retries at once; `make run` always does); 0: at once",
+    )
     executor: str = var(
         "RAG_EXECUTOR",
         "in_process",

@@ -7,21 +7,23 @@ import functools
 import re
 import threading
 import time
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from rag_pipeline.cli.plan import progress_bar
 
-if TYPE_CHECKING:
-    from dagster._utils.error import SerializableErrorInfo
-
 REQUEST_TAG = "rag/request"  # the tag by which `follow` finds the run `make run` asked for
 EMBEDDED = re.compile(r"(\S+): embedded (\d+)/(\d+) texts \(([\d.]+) texts/s\)")  # progress_reporter's line
 
 
-def user_message(error: SerializableErrorInfo) -> str:
-    """The line a user acts on: the first error in the cause chain that is not Dagster's wrapper of
+GATE = "release_gate"  # the release's blocking check: its failure alone is a rejection (exit 3)
+CHECK_FAILED = "DagsterAssetCheckFailedError"
+NOT_EXECUTED = "Dependencies for step "  # Dagster's line for each step below a failed one
+PROBLEM_KEYS = ("why", "problems", "reasons", "reason", "decision")  # what a check's metadata says first
+
+
+def user_message(error) -> str:
+    """The line a user acts on (`error`: Dagster's serializable error info): the first error in the cause chain that is not Dagster's wrapper of
     the step (`Error occurred while executing op ...`), its first line, without the module path of
     the project's own exception classes."""
     while error.cause is not None and error.message.startswith("dagster."):
@@ -44,7 +46,8 @@ class Progress:
         self.bar = False  # a progress bar is drawn on the last line, without its newline yet
         self.done: list[str] = []
         self.failed: list[str] = []
-        self.refused = False  # another run held the data directory
+        self.checks_failed: dict[str, list[tuple[str, str]]] = {}  # asset -> (check, problem)
+        self.not_run = 0  # steps below a failed one
         self.reused = 0
         self.last = time.monotonic()
 
@@ -55,7 +58,9 @@ class Progress:
             return
         if event is None:
             message = entry.user_message or ""
-            if self.tty and (progress := EMBEDDED.match(message)):
+            if message.startswith(NOT_EXECUTED):
+                self.not_run += 1
+            elif self.tty and (progress := EMBEDDED.match(message)):
                 self.draw(*progress.groups())
             elif message and (entry.level >= 30 or "embedded" in message):
                 self.show(f"  {message.splitlines()[0][:160]}")
@@ -65,13 +70,29 @@ class Progress:
                 self.reused += 1
             else:
                 self.done.append(data.asset_key.to_user_string())
+        elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
+            check = event.event_specific_data
+            if not check.passed and check.blocking:
+                problem = next(
+                    (str(check.metadata[k].value) for k in PROBLEM_KEYS if k in check.metadata), ""
+                )
+                problem = " ".join(problem.replace("- ", "").split())[:160] or "no detail"
+                self.checks_failed.setdefault(check.asset_key.to_user_string(), []).append(
+                    (check.check_name, problem)
+                )
         elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
             message = user_message(error) if error else "failed"
-            own = error.cause if error and error.cause else error  # the step's own exception
-            self.refused = self.refused or (own is not None and own.cls_name == "DataDirectoryBusy")
+            if message.startswith(CHECK_FAILED):
+                checks = self.checks_failed.get(event.step_key, [])
+                message = "; ".join(f"check {name} failed: {problem}" for name, problem in checks) or message
             self.failed.append(event.step_key)
             self.show(f"  FAILED  {event.step_key}: {message}")
+
+    def rejected(self) -> bool:
+        """Whether the run failed only because the release gate held the new index back."""
+        checks = self.checks_failed.get("release", [])
+        return self.failed == ["release"] and bool(checks) and all(name == GATE for name, _ in checks)
 
     def show(self, line: str) -> None:
         """A line of its own, below a progress bar being drawn."""
@@ -94,6 +115,9 @@ class Progress:
             reused = f" ({self.reused} unchanged, reused)" if self.reused else ""
             self.show(f"  done: {', '.join(self.done) or '-'}{reused}")
             self.done, self.reused, self.last = [], 0, time.monotonic()
+        if force and self.not_run:
+            self.show(f"  {self.not_run} step(s) below the failed one(s) did not run")
+            self.not_run = 0
 
 
 def follow(instance: dg.DagsterInstance, request: str, progress: Progress, done: threading.Event) -> None:

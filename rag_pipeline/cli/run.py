@@ -41,16 +41,19 @@ def sources(defs: dg.Definitions) -> dict[dg.AssetKey, str]:
 
 
 def due(
-    defs: dg.Definitions, instance: dg.DagsterInstance, keep: bool = True
+    defs: dg.Definitions, instance: dg.DagsterInstance, plan: bool = False
 ) -> tuple[dict[dg.AssetKey, str], dict[dg.AssetKey, list[str]]]:
     """The sources observed (`sources`; the notes head under `HEAD`), and the assets the conditions
-    request now with their reasons (the evaluation's cursor kept unless `keep` is false, as for a
-    plan)."""
-    from rag_pipeline.defs.automation import look, requested
+    request now with their reasons: after recording what was observed and found broken (`look`), or
+    for a `plan`, recording nothing, from the evaluation as it stands plus what those records would
+    add (`foreseen`)."""
+    from rag_pipeline.defs.automation import foreseen, look, requested
 
     observed = sources(defs)
+    if plan:
+        return observed, foreseen(defs, instance, observed)
     look(defs, instance, observed)
-    return observed, requested(defs, instance, keep)
+    return observed, requested(defs, instance)
 
 
 def pinned_config(notes_repo, commit: str) -> dict:
@@ -66,7 +69,9 @@ def pinned_config(notes_repo, commit: str) -> dict:
 
 
 def execute(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dict):
-    """One run of `job` (a reconstructable job, or a job definition in tests) materializing `keys`."""
+    """One run of `job` materializing `keys`: a job definition in tests, executed here; a
+    reconstructable job (`make run`), created first and started once no earlier run holds the data
+    directory (`wait_turn`); None when another run created at the same moment goes first."""
     if isinstance(job, dg.JobDefinition):
         return job.execute_in_process(
             instance=instance,
@@ -75,46 +80,46 @@ def execute(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dic
             tags=tags,
             raise_on_error=False,
         )
-    from dagster._core.execution.api import execute_run
+    from rag_pipeline.defs.dagster_internals import create_run, start_run
+    from rag_pipeline.defs.runs import DATA_DIR_TAG, here_tags, holder
 
-    from rag_pipeline.defs.runs import workspace_origin
-
-    # what `dg.execute_job` does, with the origin the UI needs to re-execute the run
-    run = instance.create_run_for_job(
-        job_def=job.get_definition(),
-        run_config=run_config,
-        tags=tags,
-        asset_selection=frozenset(keys),
-        job_code_origin=job.get_python_origin(),
-        remote_job_origin=workspace_origin(job.get_definition().name),
-    )
-    return execute_run(job, run, instance).dagster_run
+    name = tags[DATA_DIR_TAG]
+    run = create_run(instance, job, list(keys), run_config, tags | here_tags())
+    if holder(instance, run.run_id, name) is not None:
+        instance.delete_run(run.run_id)  # not a failed run in the history: this one plans again
+        return None
+    return start_run(instance, job, run)
 
 
-def run_shown(job, instance: dg.DagsterInstance, keys, run_config: dict, progress: Progress) -> dg.DagsterRun:
+def run_shown(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dict, progress: Progress):
     """`execute` here, its progress shown from another thread as the run's log grows."""
     request, done = str(uuid.uuid4()), threading.Event()
     shower = threading.Thread(target=follow, args=(instance, request, progress, done), daemon=True)
     shower.start()
     try:
-        run = execute(job, instance, keys, run_config, {REQUEST_TAG: request})
+        run = execute(job, instance, keys, run_config, tags | {REQUEST_TAG: request})
     finally:
         done.set()
         shower.join()
-    return run if isinstance(run, dg.DagsterRun) else run.dagster_run
+    return run if run is None or isinstance(run, dg.DagsterRun) else run.dagster_run
 
 
-def wait_for_others(instance: dg.DagsterInstance, name: str) -> bool:
-    """Wait while another run writes the data directory `name`; whether one did."""
-    from rag_pipeline.defs.runs import ACTIVE, DATA_DIR_TAG, busy_message
+def wait_while_busy(instance: dg.DagsterInstance, name: str) -> None:
+    """Wait while another run writes the data directory `name` (saying so once), ending the runs
+    whose process is gone."""
+    from rag_pipeline.defs.runs import ACTIVE, DATA_DIR_TAG, busy_message, end_dead_runs
 
-    waited = False
-    while busy := instance.get_runs(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE), limit=1):
-        if not waited:
+    told = False
+    while True:
+        for line in end_dead_runs(instance):
+            print(line)
+        busy = instance.get_runs(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE), limit=1)
+        if not busy:
+            return
+        if not told:
             print(f"waiting: {busy_message(name, busy[0].run_id)}")
-        waited = True
+            told = True
         time.sleep(1.0)
-    return waited
 
 
 def open_instance() -> dg.DagsterInstance:
@@ -148,6 +153,8 @@ def run(args: list[str]) -> int:
     """Plan, and run what is stale until nothing is (see `main`); the exit status."""
     sys.stdout.reconfigure(line_buffering=True)  # progress shows as it comes, in a pipe too
     verbose = "-v" in args or os.environ.get("RAG_VERBOSE") == "1"
+    plan = "--plan" in args
+    os.environ["RAG_RETRY_AFTER"] = "0"  # a user's `make run` retries a failed asset at once
     try:
         from rag_pipeline.definitions import defs, reconstructable_job, settings
         from rag_pipeline.lib.chunking import load_strategies
@@ -156,8 +163,12 @@ def run(args: list[str]) -> int:
     except (SettingsError, StrategyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from rag_pipeline.defs.runs import data_dir_name
+    from rag_pipeline.defs.executors import unreachable
+    from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name
 
+    if not plan and (problem := unreachable(settings)):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     # every process of the run (a step's, under the multiprocess executor) reads the same files
     os.environ.update(settings.path_variables())
     name = data_dir_name(settings.data_dir)
@@ -167,33 +178,35 @@ def run(args: list[str]) -> int:
         gc.freeze()
         gc.enable()
         built = None  # the sources' versions the last run built from
-        for _ in range(MAX_RUNS):
+        runs = 0
+        while runs < MAX_RUNS:
             try:
                 # a run built what the conditions requested and all it reaches: only a commit or a
                 # questions edit made meanwhile leaves anything stale (then they are evaluated again)
                 if built is not None and sources(defs) == built:
                     return 0
-                observed, wanted = due(defs, instance, keep="--plan" not in args)
+                if not plan:
+                    wait_while_busy(instance, name)
+                observed, wanted = due(defs, instance, plan)
                 head = observed[HEAD]
                 print("\n".join(plan_lines(defs, instance, head, wanted, strategies)))
             except (NotesSourceError, QuestionsError) as exc:  # the repository, ref or questions file set
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
-            if not wanted or "--plan" in args:
+            if not wanted or plan:
                 return 0
-            if wait_for_others(instance, name):
-                continue  # what they wrote changes what is requested
             progress = Progress(verbose=verbose, tty=sys.stdout.isatty())
             # the run's log is shown by `Progress`, not by Dagster's console logger too
             quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
             config = pinned_config(defs.resources["notes_repo"], head) | quiet
-            run = run_shown(dg.reconstructable(reconstructable_job), instance, list(wanted), config, progress)
-            print(f"run {run.run_id}: {run.status.value.lower()}")
-            if progress.refused:  # started at the same moment as another: it goes first
-                wait_for_others(instance, name)
+            job = dg.reconstructable(reconstructable_job)
+            run = run_shown(job, instance, list(wanted), config, {DATA_DIR_TAG: name}, progress)
+            if run is None:  # created at the same moment as another run, which goes first
                 continue
+            runs += 1
+            print(f"run {run.run_id}: {run.status.value.lower()}")
             if run.status != dg.DagsterRunStatus.SUCCESS:
-                return REJECTED_EXIT if progress.failed == ["release"] else 1
+                return REJECTED_EXIT if progress.rejected() else 1
             built = observed
     print(f"still stale after {MAX_RUNS} runs", file=sys.stderr)
     return 1

@@ -58,7 +58,6 @@ def answers_asset(
     @stage_asset(
         "answers",
         group="answers",
-        version="answers-v3",
         # the answerer, the runs it answers and the context budget, and the strategies compared
         config=lambda answerer, retrieval: config_digest(
             answerer.version(), retrieval.version(), names, served

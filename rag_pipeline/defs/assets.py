@@ -1,7 +1,12 @@
-"""How every asset of the project is declared: one decorator with its conventions. The settings an
+"""How every asset of the project is declared: one decorator with its conventions.
+
+An asset's code version is the fingerprint of its body and all of the project's code it runs
+(`lib/core/fingerprint.py`), computed when the definitions load: no version is written by hand, a
+change to a metric re-runs evaluation and what follows, a comment re-runs nothing. The settings an
 output depends on are one function of the resources (`config`), read twice: from the resources the
-definitions are built with, into the code version (the UI shows a settings change as a new code
-version), and from the run's resources, so a step under other settings is not reused."""
+definitions are built with, into the code version (`fingerprint@settings`: the UI shows a settings
+change as a new code version), and from the run's resources, so a step under other settings is not
+reused."""
 
 from collections.abc import Callable, Iterable, Mapping
 
@@ -9,13 +14,13 @@ import dagster as dg
 
 from rag_pipeline.defs.lineage import code_version, given, memoized
 from rag_pipeline.lib.chunking import Strategy
+from rag_pipeline.lib.core.fingerprint import fingerprint
 
 
 def stage_asset(
     name: str,
     *,
     group: str,
-    version: str,
     deps: Iterable[object],
     description: str,
     resources: Mapping[str, object] | None = None,
@@ -27,14 +32,17 @@ def stage_asset(
 ) -> Callable:
     """`@dg.asset` around `memoized(config, external)`; `checks` are (name, description, blocking)."""
     specs = [dg.AssetCheckSpec(c, asset=name, description=text, blocking=b) for c, text, b in checks]
-    declare = dg.asset(
-        name=name,
-        group_name=group,
-        code_version=code_version(version, given(config, resources or {})),
-        kinds=set(kinds),
-        deps=list(deps),
-        metadata={"strategy": strategy.name} if strategy else None,
-        check_specs=specs or None,
-        description=description,
-    )
-    return lambda body: declare(memoized(config, external)(body))
+
+    def declare(body: Callable) -> dg.AssetsDefinition:
+        return dg.asset(
+            name=name,
+            group_name=group,
+            code_version=code_version(fingerprint([body]), given(config, resources or {})),
+            kinds=set(kinds),
+            deps=list(deps),
+            metadata={"strategy": strategy.name} if strategy else None,
+            check_specs=specs or None,
+            description=description,
+        )(memoized(config, external)(body))
+
+    return declare

@@ -1,115 +1,22 @@
-"""What runs, and when: Dagster's declarative automation, evaluated by one sensor or by `make run`.
+"""What runs, and when: Dagster's declarative automation (the conditions: `defs/conditions.py`),
+evaluated by one sensor, which `make run` invokes in its own process too (`requested`), after
+observing the sources and checking every output at once (`look`). `outputs_intact` runs at
+RAG_REINDEX_CRON (the nightly re-index): whatever was deleted or damaged is built again."""
 
-Every asset carries `rebuild_condition`: it is requested when it is missing, its code version changed
-(the settings an output depends on are part of its code version), a parent was updated or is
-requested on the same tick (so a commit and all it reaches go in one run), or its `outputs_intact`
-check failed on its latest materialization; never while it or a parent is in progress. The two
-sources are observed every minute by their own condition; `outputs_intact` runs at RAG_REINDEX_CRON
-(the nightly re-index: whatever was deleted or damaged is built again). `make run` does both at once
-(`look`) and then evaluates the same conditions in its own process (`requested`).
-"""
-
-import json
-from collections import ChainMap
-from collections.abc import Iterable, MutableMapping
+import logging
+from collections.abc import Iterable
 
 import dagster as dg
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
-from dagster._core.definitions.asset_daemon_cursor import AssetDaemonCursor
-from dagster._core.definitions.data_version import (
-    DATA_VERSION_TAG,
-    CachingStaleStatusResolver,
-    StaleCauseCategory,
-)
-from dagster._serdes import deserialize_value, serialize_value
 
+from rag_pipeline.defs.conditions import OUTPUTS_CHECK, REASONS
+from rag_pipeline.defs.dagster_internals import failed_check, observation
 from rag_pipeline.defs.lineage import CONFIG, OUTPUTS, config_of, recorded
 from rag_pipeline.defs.outputs import damaged, elsewhere
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.defs.runs import DATA_DIR_TAG
 
-OUTPUTS_CHECK = "outputs_intact"
-OBSERVE_CRON = "* * * * *"  # a new commit or questions edit is seen within a minute
-CURSOR = "rag/automation_cursor"  # where `make run` keeps its evaluation state in the instance
-VERIFIED = "rag/verified_outputs"  # the LanceDB outputs `look` found whole, with their files' fingerprint
+SENSOR = "rag_automation"
 A = dg.AutomationCondition
-REASONS = ("missing", "code or settings changed", "a parent was updated", "an output is missing or damaged")
-
-
-class Unsynced(dg.AutomationCondition):
-    """What the UI shows as unsynced: the asset's latest materialization was made by another code
-    version (`CODE`) or from another data version of a parent (`DATA`) than the current ones, as
-    Dagster's stale status reads it from the materialization's recorded provenance.
-
-    Dagster's edge-triggered conditions (`any_deps_updated().since_last_handled()`) lose a change
-    that lands between two evaluations together with a materialization of the asset (a run from the
-    UI, or one the sensor's cursor saw but `make run`'s did not): on that tick the reset (the asset
-    was updated) wins over the trigger (a parent was updated). The provenance cannot be outrun."""
-
-    def __init__(self, category: StaleCauseCategory, label: str):
-        self.category, self.label = category, label
-
-    @property
-    def name(self) -> str:
-        return f"unsynced_{self.category.value.lower()}"
-
-    def get_label(self) -> str:
-        return self.label
-
-    def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
-        view = context.asset_graph_view
-        resolver = CachingStaleStatusResolver(
-            view.instance, context.asset_graph, view, view.get_inner_queryer_for_back_compat()
-        )
-        causes = resolver.get_stale_causes(context.key)
-        held = any(cause.category == self.category for cause in causes)
-        return dg.AutomationResult(context, context.candidate_subset if held else context.get_empty_subset())
-
-
-def rebuild_condition(key: dg.AssetKey) -> dg.AutomationCondition:
-    """Missing, a new code version, an updated parent, or broken outputs; not while anything it
-    reads is being written."""
-    broken = A.any_checks_match(A.check_failed()).allow(
-        dg.AssetSelection.checks(dg.AssetCheckKey(key, OUTPUTS_CHECK))
-    )
-    changed = A.code_version_changed().with_label(REASONS[1]) | A.any_deps_updated().with_label(REASONS[2])
-    # not after a failed run: the provenance stays unsynced until a run succeeds, and the sensor
-    # would request the failing step again every tick; a fix (a new commit, questions file or
-    # setting) triggers `changed` again
-    unsynced = (
-        Unsynced(StaleCauseCategory.CODE, REASONS[1]) | Unsynced(StaleCauseCategory.DATA, REASONS[2])
-    ) & ~A.execution_failed()
-    # stateless too, for the same reason: what a requested parent reaches goes in the same run
-    parent_requested = A.any_deps_match(A.will_be_requested()).with_label(REASONS[2])
-    # missing and broken are states, true until the asset is built again: they stay outside
-    # `since_last_handled`, whose first evaluation only sets its mark and whose mark a build in the
-    # same tick resets (a new instance or data directory builds at once)
-    return (
-        (
-            A.missing().with_label(REASONS[0])
-            | broken.with_label(REASONS[3])
-            | unsynced
-            | parent_requested
-            | changed.since_last_handled()
-        )
-        & ~A.any_deps_in_progress()
-        & ~A.in_progress()
-    ).with_label("rebuild")
-
-
-OBSERVE = A.cron_tick_passed(OBSERVE_CRON).with_label("observed every minute")
-
-
-def with_conditions(assets: Iterable) -> list:
-    """`assets` with the rebuild condition on every materializable asset."""
-    return list(
-        dg.map_asset_specs(
-            lambda spec: spec.replace_attributes(automation_condition=rebuild_condition(spec.key)),
-            [a for a in assets if not getattr(a, "is_observable", False)],
-        )
-    ) + [a for a in assets if getattr(a, "is_observable", False)]
 
 
 def latest_materializations(
@@ -124,14 +31,11 @@ def latest_materializations(
 
 
 def intact(
-    record: dg.EventLogRecord | None,
-    code_version: str | None,
-    root: str,
-    verified: MutableMapping[str, str] | None = None,
+    record: dg.EventLogRecord | None, code_version: str | None, root: str, opened: bool
 ) -> tuple[bool, str]:
     """Whether the materialization `record` (an asset's latest) left its outputs whole in the data
-    directory `root`, made under the settings its code version names now; why not. `verified`: see
-    `damaged` (the nightly check passes none: it opens every table)."""
+    directory `root`, made under the settings its code version names now; why not. `opened`: open
+    every LanceDB table (the nightly check), not only those whose files changed since their writer."""
     if record is None:
         return True, "never materialized"
     metadata = record.asset_materialization.metadata
@@ -140,7 +44,7 @@ def intact(
     if wanted is not None and made != wanted:
         return False, f"made under other settings ({made}, now {wanted})"
     files = recorded(metadata, OUTPUTS) or []
-    problem = elsewhere(files, root) or damaged(files, verified)
+    problem = elsewhere(files, root) or damaged(files, every=opened)
     return problem is None, problem or "every output is there"
 
 
@@ -173,7 +77,7 @@ def outputs_check(
         latest = latest_materializations(context.instance, [c.asset_key for c in selected])
         for check_key in selected:
             key = check_key.asset_key
-            passed, why = intact(latest[key], versions[key], root)
+            passed, why = intact(latest[key], versions[key], root, opened=True)
             yield dg.AssetCheckResult(
                 asset_key=check_key.asset_key, check_name=OUTPUTS_CHECK, passed=passed, metadata={"why": why}
             )
@@ -181,81 +85,93 @@ def outputs_check(
     return outputs_intact
 
 
+def broken_outputs(
+    defs: dg.Definitions, instance: dg.DagsterInstance
+) -> dict[dg.AssetKey, tuple[dg.EventLogRecord, str]]:
+    """The assets whose latest materialization's outputs are not whole now, with why."""
+    graph = defs.resolve_asset_graph()
+    root = str(defs.resources["store"].path())
+    found = {}
+    for key, record in latest_materializations(instance, graph.materializable_asset_keys).items():
+        passed, why = intact(record, graph.get(key).code_version, root, opened=False)
+        if not passed:
+            found[key] = (record, why)
+    return found
+
+
 def look(defs: dg.Definitions, instance: dg.DagsterInstance, observed: dict[dg.AssetKey, str]) -> None:
     """What the sources' and the checks' own conditions would have Dagster record, done at once in
     this process: a source whose version moved gets an observation, an asset whose outputs are
     broken gets a failed `outputs_intact` on its latest materialization (once)."""
     for key, version in observed.items():
-        records = instance.fetch_observations(key, limit=1).records
-        if not records or (records[0].asset_observation.tags or {}).get(DATA_VERSION_TAG) != version:
-            instance.report_runless_asset_event(dg.AssetObservation(key, tags={DATA_VERSION_TAG: version}))
-    graph = defs.resolve_asset_graph()
-    root = str(defs.resources["store"].path())
-    kept = instance.run_storage.get_cursor_values({VERIFIED}).get(VERIFIED)
-    before = json.loads(kept) if kept else {}
-    verified = ChainMap({}, before)  # what is found whole now: kept, so the record does not grow
-    latest = latest_materializations(instance, graph.materializable_asset_keys)
-    for key, record in latest.items():
-        passed, why = intact(record, graph.get(key).code_version, root, verified)
-        if passed:
-            continue
-        check_key = dg.AssetCheckKey(key, OUTPUTS_CHECK)
-        execution = instance.event_log_storage.get_latest_asset_check_execution_by_key([check_key]).get(
-            check_key
-        )
+        if source_version(instance, key) != version:
+            instance.report_runless_asset_event(observation(key, version))
+    broken = broken_outputs(defs, instance)
+    if not broken:
+        return
+    checks = [dg.AssetCheckKey(key, OUTPUTS_CHECK) for key in broken]
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(checks)
+    for key, (record, why) in broken.items():
+        execution = latest.get(dg.AssetCheckKey(key, OUTPUTS_CHECK))
         event = execution.event if execution is not None else None
         evaluation = event.dagster_event.event_specific_data if event and event.dagster_event else None
         target = getattr(evaluation, "target_materialization_data", None)
         if target is not None and target.storage_id == record.storage_id and not evaluation.passed:
             continue  # already recorded for this materialization
-        instance.report_runless_asset_event(
-            dg.AssetCheckEvaluation(
-                asset_key=key,
-                check_name=OUTPUTS_CHECK,
-                passed=False,
-                metadata={"why": dg.MetadataValue.text(why)},
-                target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
-                    storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
-                ),
-                severity=dg.AssetCheckSeverity.ERROR,
-                blocking=True,
-            )
-        )
-    if verified.maps[0] != before:
-        instance.run_storage.set_cursor_values({VERIFIED: json.dumps(verified.maps[0])})
+        instance.report_runless_asset_event(failed_check(key, OUTPUTS_CHECK, record, why))
 
 
-def requested(
-    defs: dg.Definitions, instance: dg.DagsterInstance, keep: bool = True
+def source_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
+    """The data version of a source's latest observation."""
+    records = instance.fetch_observations(key, limit=1).records
+    return records[0].asset_observation.data_version if records else None
+
+
+def requested(defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[dg.AssetKey, list[str]]:
+    """The assets the conditions request now, each with the reasons that held: the automation
+    sensor, evaluated in this process as the daemon would evaluate it (no cursor: the conditions
+    keep no state)."""
+    sensor = defs.resolve_sensor_def(SENSOR)
+    quiet = logging.getLogger("dagster")
+    level, quiet.level = quiet.level, logging.WARNING  # a line per asset evaluated otherwise
+    try:
+        result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+    finally:
+        quiet.level = level
+    wanted = {key for r in result.run_requests for key in (r.asset_selection or [])}
+    return {e.key: reasons(e) for e in result.automation_condition_evaluations if e.key in wanted}
+
+
+def foreseen(
+    defs: dg.Definitions, instance: dg.DagsterInstance, observed: dict[dg.AssetKey, str]
 ) -> dict[dg.AssetKey, list[str]]:
-    """The assets the conditions request now, each with the reasons that held, evaluated as the
-    sensor would, from the state `make run` left in the instance last time (kept there unless `keep`
-    is false: a plan that runs nothing must not consume "a parent was updated", or the next
-    `make run` would miss it)."""
-    kept = instance.run_storage.get_cursor_values({CURSOR}).get(CURSOR)
-    cursor = deserialize_value(kept, AssetDaemonCursor) if kept else None
-    result = dg.evaluate_automation_conditions(
-        defs, instance, asset_selection=dg.AssetSelection.all(), cursor=cursor
-    )
-    if keep:
-        instance.run_storage.set_cursor_values({CURSOR: serialize_value(result.cursor)})
-    found = {}
-    for entry in result.results:
-        if isinstance(entry.key, dg.AssetKey) and not entry.true_subset.is_empty:
-            found[entry.key] = reasons(entry)
-    return found
+    """What `requested` would return once `look` recorded `observed` and the broken outputs, with
+    nothing recorded (a plan writes nothing): the evaluation as it stands, plus every asset below a
+    source that moved or at a broken output, as a requested parent brings its children."""
+    wanted = requested(defs, instance)
+    graph = defs.resolve_asset_graph()
+    moved = [key for key, version in observed.items() if source_version(instance, key) != version]
+    found = {child: [REASONS[2]] for key in moved for child in graph.get(key).child_keys}
+    found |= {key: [REASONS[3]] for key in broken_outputs(defs, instance)}
+    todo = list(found)
+    while todo:
+        for child in graph.get(todo.pop()).child_keys:
+            if child not in found and graph.get(child).is_materializable:
+                found[child] = [REASONS[2]]
+                todo.append(child)
+    return found | wanted
 
 
-def reasons(result) -> list[str]:
+def reasons(evaluation) -> list[str]:
     """The labels of the reasons that held in an evaluation of `rebuild_condition`."""
     held = []
-    todo = list(result.child_results)
+    todo = list(evaluation.child_evaluations)
     while todo:
         child = todo.pop(0)
-        label = child.condition.get_label()
-        if label in REASONS and label not in held and not child.true_subset.is_empty:
+        label = child.condition_snapshot.label
+        if label in REASONS and label not in held and child.true_subset.size:
             held.append(label)
-        todo += child.child_results
+        todo += child.child_evaluations
     return held
 
 
@@ -263,11 +179,11 @@ def automation_sensor(enabled: bool, data_dir: str) -> dg.AutomationConditionSen
     """The one sensor that evaluates every condition (the daemon runs it every 30 s); its runs are
     tagged with the data directory, so the run queue lets one of them at a time write it."""
     return dg.AutomationConditionSensorDefinition(
-        "rag_automation",
-        use_user_code_server=True,  # `Unsynced` is a condition of this project's code, not Dagster's
+        SENSOR,
+        use_user_code_server=True,  # `Unsynced` and `RetryLater` are this project's conditions
         target=dg.AssetSelection.all(include_sources=True) | dg.AssetSelection.all_asset_checks(),
         default_status=dg.DefaultSensorStatus.RUNNING if enabled else dg.DefaultSensorStatus.STOPPED,
         run_tags={DATA_DIR_TAG: data_dir},
         description="Observes the notes branch and the questions file every minute, checks every output "
-        "at RAG_REINDEX_CRON, and runs whatever is missing, changed or broken with all it reaches.",
+        "at RAG_REINDEX_CRON, and runs whatever is missing, changed, broken or failed with all it reaches.",
     )

@@ -22,7 +22,6 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
     @stage_asset(
         name,
         group="chunks",
-        version=strategy.version,
         deps=["cleaned_notes"],
         strategy=strategy,
         checks=[

@@ -29,7 +29,6 @@ def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.
     @stage_asset(
         name,
         group="embeddings",
-        version="embeddings-v3",
         # the embedder, and whether `+ctx` retrievers need the contextual vectors too
         config=lambda embedder, retrieval: config_digest(
             embedder.version(), retrieval.needs_contextual_vectors()

@@ -43,8 +43,6 @@ from rag_pipeline.lib.sources import CLEANER_VERSION
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
 BASELINE = ("fixed-1000", "dense")
-EVALUATION_VERSION = "evaluation-v5"  # v5: outcomes carry the question set (`source`)
-SUMMARY_VERSION = "summary-v7"  # v6: hand-written and generated questions apart; v7: the experiment ledger
 
 
 def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str) -> dict[str, str]:
@@ -61,7 +59,6 @@ def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
     @stage_asset(
         lanes.lane_key("evaluation", strategy),
         group="evaluation",
-        version=EVALUATION_VERSION,
         deps=[lanes.lane_key("retrieval", strategy), "questions"],
         strategy=strategy,
         description=f"Per-question note and evidence ranks and characters passed for `{strategy.name}`, "
@@ -180,7 +177,6 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
     @stage_asset(
         "evaluation_summary",
         group="evaluation",
-        version=SUMMARY_VERSION,
         # the retrieval settings the report names (candidate_k, the context budget), the strategies
         # compared and the baseline
         config=lambda retrieval: config_digest(
@@ -210,11 +206,14 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         outcomes = pd.concat(
             [store.read(lanes.lane_path("evaluation", s)) for s in strategies], ignore_index=True
         )
+        lanes_made = context.instance.get_latest_materialization_code_versions(
+            [dg.AssetKey(lanes.lane_key("evaluation", s)) for s in strategies]
+        )
         code_versions = {
             "cleaner": CLEANER_VERSION,
             "chunkers": {s.name: s.version for s in strategies},
-            "evaluation": EVALUATION_VERSION,
-            "summary": SUMMARY_VERSION,
+            "evaluation": {key.to_user_string(): version for key, version in lanes_made.items()},
+            "summary": context.assets_def.code_versions_by_key[context.asset_key],
         }
         provenance = report_provenance(
             outcomes, questions, notes_repo.location(), commit, questions_file.path, code_versions

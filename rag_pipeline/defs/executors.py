@@ -34,3 +34,26 @@ def executor_for(settings: Settings) -> dg.ExecutorDefinition:
             {"broker": settings.celery_broker, "backend": settings.celery_backend}
         )
     return module.k8s_job_executor
+
+
+def unreachable(settings: Settings) -> str | None:
+    """Why a Celery run could not start now: its broker or result backend does not answer (a Redis
+    URL is asked at once, with a short deadline); None when it could, or for another executor."""
+    if settings.executor != "celery":
+        return None
+    import redis  # dagster-celery's Redis extra
+
+    for variable, url in (
+        ("RAG_CELERY_BROKER", settings.celery_broker),
+        ("RAG_CELERY_BACKEND", settings.celery_backend),
+    ):
+        if not url.startswith(("redis://", "rediss://")):
+            continue
+        try:
+            redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2).ping()
+        except redis.RedisError as exc:
+            return (
+                f"{variable}={url} cannot be reached ({' '.join(str(exc).split())[:120]}): start Redis "
+                "(`make services` starts one on RAG_REDIS_PORT) or set it to a running one"
+            )
+    return None

@@ -1,12 +1,14 @@
-"""Inside a step: returning the last output at once when nothing the asset reads has changed.
+"""Inside a step: the last output again, at once, when nothing the asset reads has changed.
 
 Dagster's automation (`defs/automation.py`) decides which assets a run materializes; a commit's run
-holds everything downstream of what it changed, because Dagster cannot know before the run which
-data versions will come out unchanged, and it has no early cut-off inside a run. This module is that
-cut-off: a step whose asset was last made by the current code version, under the settings it records
-(`config_version`, the part of its code version after `@`), from the current data version of every
-parent, with every recorded output still whole in this data directory, returns its last data
-version, metadata and check results without reading an input. "Materialize all" costs what changed.
+holds everything downstream of what it changed, because nobody can know before the run which data
+versions will come out unchanged, and Dagster has no early cut-off inside a run. This is that cut-off,
+asked of Dagster's own provenance: a step whose asset's latest materialization was made by the
+current code version (`get_asset_provenance`), from the current data version of every parent, under
+the settings the run's resources give (`config`, the part of the code version after `@`), whose
+checks passed and whose recorded outputs are whole in this data directory, returns that output's
+data version and description without reading an input, and records `reused` (the run that made it).
+"Materialize all" then costs what changed.
 """
 
 from __future__ import annotations
@@ -20,13 +22,9 @@ from dataclasses import dataclass
 
 import dagster as dg
 
+from rag_pipeline.defs.dagster_internals import latest_data_version
 from rag_pipeline.defs.outputs import damaged, elsewhere, outputs
-from rag_pipeline.defs.runs import claim
 
-DATA_VERSION = "dagster/data_version"
-CODE_VERSION = "dagster/code_version"
-INPUT_VERSION = "dagster/input_data_version/"
-INITIAL = "INITIAL"  # Dagster's version of a source never observed
 CONFIG = "config_version"
 OUTPUTS = "outputs"
 CHECKS = "checks"
@@ -34,7 +32,8 @@ CHECKS = "checks"
 # not what a person reads there
 BOOKKEEPING = "bookkeeping"
 REUSED = "reused"
-# metadata that counts what a run did, not what its output holds: a reused output did none of it
+# metadata that counts what a run did, not what its output holds: a reused output did none of it,
+# so these are not carried over
 WORK = (
     "texts_embedded",
     "queries_embedded",
@@ -42,9 +41,16 @@ WORK = (
     "notes_added",
     "notes_changed",
     "notes_removed",
+    "chunks_new",
+    "chunks_removed",
+    "rows_added",
+    "rows_removed",
+    "rows_updated",
+    "ids_repaired",
+    "vectors_reused",
+    "notes_unchanged",
+    "chunks_reused",
 )
-WORK += ("chunks_new", "chunks_removed", "rows_added", "rows_removed", "rows_updated", "ids_repaired")
-ALL_REUSED = {"vectors_reused": "vectors", "notes_unchanged": "notes", "chunks_reused": "chunks"}
 
 
 def config_digest(*parts: object) -> str:
@@ -63,11 +69,9 @@ def config_of(version: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Last:
-    """An asset's latest materialization: what it was made from and what it left behind."""
+    """An asset's latest materialization: its run, data version and what it recorded."""
 
     run_id: str
-    code_version: str | None
-    inputs: dict[str, str]
     data_version: str | None
     metadata: dict[str, dg.MetadataValue]
 
@@ -87,67 +91,45 @@ def last_materialization(instance: dg.DagsterInstance, key: dg.AssetKey) -> Last
     records = instance.fetch_materializations(key, limit=1).records
     if not records:
         return None
-    event = records[0].asset_materialization
-    tags = dict(event.tags or {})
-    inputs = {k.removeprefix(INPUT_VERSION): v for k, v in tags.items() if k.startswith(INPUT_VERSION)}
-    return Last(
-        records[0].run_id, tags.get(CODE_VERSION), inputs, tags.get(DATA_VERSION), dict(event.metadata)
-    )
-
-
-def latest_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
-    """The data version a materialization of a child would record for `key` now: its latest
-    materialization's, else its latest observation's, else `INITIAL` (a source never observed)."""
-    last = last_materialization(instance, key)
-    if last is not None:
-        return last.data_version
-    records = instance.fetch_observations(key, limit=1).records
-    return (records[0].asset_observation.tags or {}).get(DATA_VERSION, INITIAL) if records else INITIAL
+    metadata = dict(records[0].asset_materialization.metadata)
+    return Last(records[0].run_id, latest_data_version(instance, key), metadata)
 
 
 def stale_reason(
-    instance: dg.DagsterInstance,
-    key: dg.AssetKey,
+    context: dg.AssetExecutionContext,
     version: str | None,
-    parents: Sequence[dg.AssetKey],
+    parents: Mapping[dg.AssetKey, str | None],
     *,
-    current: Mapping[dg.AssetKey, str] | None = None,
-    config: str | None = None,
-    external: Mapping[str, object] | None = None,
+    config: str | None,
+    external: Mapping[str, object] | None,
     last: Last | None,
 ) -> str | None:
-    """Why `key` is stale, or None when it is fresh. `current` holds parent versions known better
-    than the instance does (sources just observed), `config` the settings the step runs under
-    (default: those its code version names), `external` what a source asset read outside Dagster,
-    `last` the asset's latest materialization."""
-    if last is None:
+    """Why the step's asset must be computed, or None when its last output stands: `version` is its
+    code version now, `parents` their data versions now, `config` the settings the step runs under,
+    `external` what a source asset read outside Dagster."""
+    provenance = context.get_asset_provenance(context.asset_key)
+    if last is None or provenance is None:
         return "never materialized"
-    if last.code_version != version:
-        return f"code version {last.code_version} -> {version}"
-    config = config if config is not None else config_of(version)
+    if provenance.code_version != version:
+        return f"code version {provenance.code_version} -> {version}"
     if config is not None and last.value(CONFIG) != config:
         return f"built under other settings ({last.value(CONFIG)}, now {config})"
-    for parent in parents:
-        now = (current or {}).get(parent) or latest_version(instance, parent)
-        if last.inputs.get(parent.to_user_string()) != now:
+    for parent, now in parents.items():
+        made_from = provenance.input_data_versions.get(parent)
+        if made_from is None or made_from.value != now:
             return f"{parent.to_user_string()} changed"
     for name, value in (external or {}).items():
         if last.value(name) != value:
             return f"{name} changed ({last.value(name)} -> {value})"
+    failed = [name for name, check in (last.value(CHECKS) or {}).items() if not check["passed"]]
+    if failed:
+        return f"its check {', '.join(failed)} failed"
     return damaged(last.value(OUTPUTS))
 
 
 def checks_record(results: Sequence[dg.AssetCheckResult]) -> dict[str, object]:
-    """The check results, kept in the materialization so that a reused output replays them."""
-    kept = {
-        r.check_name: {
-            "passed": r.passed,
-            "severity": r.severity.value,
-            "metadata": {k: str(getattr(v, "value", v)) for k, v in (r.metadata or {}).items()},
-        }
-        for r in results
-    }
-    return kept
+    """Whether each check passed, kept with the output (a failed one makes it stale)."""
+    return {r.check_name: {"passed": r.passed, "severity": r.severity.value} for r in results}
 
 
 _RUN_VERSIONS: dict[str, dict[dg.AssetKey, str | None]] = {}
@@ -156,32 +138,29 @@ _RUN_VERSIONS: dict[str, dict[dg.AssetKey, str | None]] = {}
 def run_versions(context: dg.AssetExecutionContext, parents: Sequence[dg.AssetKey]) -> dict:
     """The parents' latest data versions, fetched once per run and process: a parent materialized
     in this run has finished before any child of it starts, and it runs once per run."""
-    if context.run_id not in _RUN_VERSIONS:
+    if context.run.run_id not in _RUN_VERSIONS:
         _RUN_VERSIONS.clear()  # one run at a time holds the data directory
-        _RUN_VERSIONS[context.run_id] = {}
-    known = _RUN_VERSIONS[context.run_id]
+        _RUN_VERSIONS[context.run.run_id] = {}
+    known = _RUN_VERSIONS[context.run.run_id]
     for parent in parents:
         if parent not in known:
-            known[parent] = latest_version(context.instance, parent)
+            known[parent] = latest_data_version(context.instance, parent)
     return {parent: known[parent] for parent in parents}
 
 
 def reuse(
     context: dg.AssetExecutionContext, config: str | None = None, external: Mapping[str, object] | None = None
 ) -> dg.MaterializeResult | None:
-    """The last output again when the asset is fresh (see `stale_reason`), else None. Every asset
-    calls it first, so this is where a run is refused when another one writes the data directory."""
-    claim(context, context.resources.store.data_dir)
+    """The last output again when it stands (see `stale_reason`), else None."""
     key = context.asset_key
-    version = context.assets_def.code_versions_by_key[key]
-    parents = sorted(context.assets_def.asset_deps[key], key=lambda k: k.to_user_string())
     last = last_materialization(context.instance, key)
+    parents = run_versions(
+        context, sorted(context.assets_def.asset_deps[key], key=lambda k: k.to_user_string())
+    )
     reason = stale_reason(
-        context.instance,
-        key,
-        version,
+        context,
+        context.assets_def.code_versions_by_key[key],
         parents,
-        current=run_versions(context, parents),
         config=config,
         external=external,
         last=last,
@@ -190,24 +169,19 @@ def reuse(
     if reason is not None:
         context.log.info(f"{key.to_user_string()}: {reason}")
         return None
-    kept = last.value(CHECKS) or {}
-    replayed = [
-        dg.AssetCheckResult(
-            check_name=name,
-            passed=check["passed"],
-            severity=dg.AssetCheckSeverity(check["severity"]),
-            metadata=check["metadata"] | {"reused from run": last.run_id},
-        )
-        for name, check in kept.items()
+    made_by = last.value(REUSED) or last.run_id
+    kept = {k: v for k, v in last.metadata.items() if k not in WORK and k != REUSED}
+    # the checks of an output that stands are those of its run, which passed (Dagster needs a
+    # result of each blocking check to gate the steps below)
+    checks = [
+        dg.AssetCheckResult(check_name=spec.name, passed=True, metadata={REUSED: made_by})
+        for spec in context.assets_def.check_specs
     ]
-    metadata = {k: v for k, v in last.metadata.items() if k != REUSED} | {REUSED: last.run_id}
-    metadata |= {k: 0 for k in WORK if k in metadata}
-    metadata |= {
-        k: last.metadata[total] for k, total in ALL_REUSED.items() if k in metadata and total in metadata
-    }
     # no log line: each is an event row (~10 ms); the `reused` metadata says it
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(last.data_version), metadata=metadata, check_results=replayed
+        data_version=dg.DataVersion(last.data_version),
+        metadata=kept | {REUSED: made_by},
+        check_results=checks,
     )
 
 
@@ -249,9 +223,9 @@ def given(fn: Callable[..., object] | None, resources: Mapping[str, object]) -> 
 def memoized(
     config: Callable[..., str] | None = None, external: Callable[..., Mapping[str, object]] | None = None
 ) -> Callable:
-    """Wrap an asset body: when its asset is fresh it returns the last output (`reuse`) without
-    running, else its result is stamped with the settings digest (`config`) and the values read
-    outside Dagster (`external`) it ran under. Both take, by name, resources the body takes."""
+    """Wrap an asset body: when its last output stands it is returned (`reuse`) without running,
+    else the result is stamped with the settings digest (`config`) and the values read outside
+    Dagster (`external`) it ran under. Both take, by name, resources the body takes."""
 
     def wrap(body: Callable[..., dg.MaterializeResult]) -> Callable[..., dg.MaterializeResult]:
         @functools.wraps(body)

@@ -4,9 +4,8 @@ materialization so that a deleted or damaged output makes the asset stale."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -69,22 +68,15 @@ def lance_files(entry: dict) -> str | None:
     return None
 
 
-def damaged(recorded: object, verified: MutableMapping[str, str] | None = None) -> str | None:
-    """Why one of the recorded outputs is missing or unreadable, or None when all are whole.
-
-    `verified` maps an entry to the fingerprint of the files it was last found whole with: an entry
-    whose LanceDB files are byte for byte as they were then, or as their writer left them (`outputs`
-    records that: same names, sizes, times), is not opened again (importing and opening LanceDB
-    takes seconds); entries found whole now are added to it. Without `verified` every entry is
-    opened."""
+def damaged(recorded: object, every: bool = True) -> str | None:
+    """Why one of the recorded outputs is missing or unreadable, or None when all are whole. Unless
+    `every`, a LanceDB entry whose files are byte for byte as their writer left them (`outputs`
+    records that: same names, sizes, times) is not opened (importing and opening LanceDB takes
+    seconds): the writer checked them."""
     for entry in recorded or []:
-        key = json.dumps(entry, sort_keys=True)
-        files = lance_files(entry) if verified is not None else None
-        unchanged = files is not None and files in (verified.get(key), entry.get("files"))
-        if not unchanged and (problem := damaged_entry(entry)):
+        files = None if every else lance_files(entry)
+        if (files is None or files != entry.get("files")) and (problem := damaged_entry(entry)):
             return problem
-        if files is not None:
-            verified[key] = files
     return None
 
 

@@ -37,7 +37,6 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
     @stage_asset(
         "questions",
         group="sources",
-        version="questions-v5",
         checks=[("evidence_found_once", CHECK, True)],
         config=lambda questions_file, notes_repo: config_digest(
             questions_file.version(), notes_repo.version()

@@ -112,7 +112,6 @@ def release_asset(
     @stage_asset(
         "release",
         group="release",
-        version="release-v1",
         config=lambda release, embedder, serving: config_digest(
             release.version(), embedder.version(), serving.version(), run, sorted(by_name)
         ),

@@ -36,7 +36,6 @@ def retrieval_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.A
     @stage_asset(
         name,
         group="retrieval",
-        version="retrieval-v5",
         # the query embedder and every retrieval setting (retrievers, analyzer, reranker, depths)
         config=lambda embedder, retrieval: config_digest(embedder.version(), retrieval.version()),
         resources=resources,

@@ -1,38 +1,42 @@
-"""One run at a time per data directory, kept by the Dagster instance's run storage (sqlite, or one
-Postgres shared by several machines), not by a file on one disk.
+"""Runs that write a data directory, kept apart by the Dagster instance's run storage (sqlite, or
+one Postgres shared by several machines), not by a file on one disk; and runs whose process died.
 
 Every run that writes a data directory carries its name in `DATA_DIR_TAG`: the job's runs, the
-automation sensor's and those `make run` starts. With the queued run coordinator, the queue's
-`tag_concurrency_limits` on that tag keeps a second run waiting; a run started beside the queue
-(`make run`, the launchpad, an instance without a daemon) is refused at its first step when an
-earlier active run holds the directory, naming that run.
+automation sensor's and those `make run` starts. With the queued run coordinator (`make dev`), the
+queue's `tag_concurrency_limits` on that tag keeps a second run waiting. `make run` creates its run
+first and starts it once no earlier active run holds the tag (`holder`): of two runs created at the
+same moment, the first one stored goes first on every machine, and the other waits, not fails.
+
+A run whose process was killed stays `STARTED` in the instance for good (Dagster's run monitoring
+cannot check a run worker of the default run launcher). Runs carry the host and the process that
+runs them (`HOST_TAG`, `PROCESS_TAG`; a run the daemon launched, the pid its run worker logged), so
+`make run` and the daemon's run monitoring (`dagster_internals.LocalRunLauncher`) mark such a run
+failed, and it no longer holds the data directory or counts as in progress.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 import dagster as dg
-from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
-from dagster._core.remote_origin import (
-    ManagedGrpcPythonEnvCodeLocationOrigin,
-    RemoteJobOrigin,
-    RemoteRepositoryOrigin,
-)
-from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+from rag_pipeline.lib.core.process import alive, this_host, this_process
 
 DATA_DIR_TAG = "rag/data_dir"
+HOST_TAG = "rag/host"
+PROCESS_TAG = "rag/process"  # `pid@start` of the process that executes the run
+STARTED_WORKER = "Started process for run (pid: "  # Dagster's line when a run worker starts
 ACTIVE = [
     dg.DagsterRunStatus.NOT_STARTED,
     dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED,
     dg.DagsterRunStatus.CANCELING,
 ]
-
-
-class DataDirectoryBusy(Exception):
-    """Another run writes the data directory."""
+STEP_ENDS = {
+    dg.DagsterEventType.STEP_SUCCESS,
+    dg.DagsterEventType.STEP_FAILURE,
+    dg.DagsterEventType.STEP_SKIPPED,
+}
 
 
 def data_dir_name(data_dir: str) -> str:
@@ -40,9 +44,13 @@ def data_dir_name(data_dir: str) -> str:
     return data_dir if "://" in data_dir else os.path.abspath(data_dir)
 
 
+def here_tags() -> dict[str, str]:
+    """The tags of a run this process executes."""
+    return {HOST_TAG: this_host(), PROCESS_TAG: this_process()}
+
+
 def holder(instance: dg.DagsterInstance, run_id: str, name: str) -> dg.DagsterRun | None:
-    """The active run created before `run_id` that holds the data directory `name`, if any: of
-    two runs started at the same moment, the first one stored wins on every machine."""
+    """The active run created before `run_id` that holds the data directory `name`, if any."""
     records = instance.get_run_records(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE))
     mine = instance.get_run_records(dg.RunsFilter(run_ids=[run_id]))
     if not mine:
@@ -51,30 +59,53 @@ def holder(instance: dg.DagsterInstance, run_id: str, name: str) -> dg.DagsterRu
     return min(earlier, key=lambda r: r.storage_id).dagster_run if earlier else None
 
 
-def claim(context: dg.AssetExecutionContext, data_dir: str) -> None:
-    """Tag this step's run with its data directory (a launchpad run has no tag yet), and refuse
-    it when an earlier active run holds the directory."""
-    name = data_dir_name(data_dir)
-    if context.run.tags.get(DATA_DIR_TAG) != name:
-        context.instance.add_run_tags(context.run.run_id, {DATA_DIR_TAG: name})
-    other = holder(context.instance, context.run.run_id, name)
-    if other is not None:
-        raise DataDirectoryBusy(busy_message(name, other.run_id))
-
-
 def busy_message(name: str, run_id: str) -> str:
-    return (
-        f"the data directory {name} is written by run {run_id}: wait for it to end, or terminate it "
-        "in the UI (Runs) if its process is gone"
-    )
+    return f"the data directory {name} is written by run {run_id}; this run starts when it ends"
 
 
-def workspace_origin(job_name: str) -> RemoteJobOrigin:
-    """The job as the UI knows it: in `workspace.yaml`'s code location (named after its module) and
-    the one repository of a `Definitions`. A run created with it can be re-executed from the UI;
-    `dg.execute_job` gives a run none, and the UI's *Re-execute* then fails."""
-    target = LoadableTargetOrigin(
-        executable_path=sys.executable, module_name="rag_pipeline.definitions", working_directory=os.getcwd()
-    )
-    location = ManagedGrpcPythonEnvCodeLocationOrigin(target)
-    return RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME).get_job_origin(job_name)
+def worker_process(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str | None:
+    """The process that executes `run`: its tag, else the pid its run worker logged."""
+    if PROCESS_TAG in run.tags:
+        return run.tags[PROCESS_TAG]
+    records = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT, limit=20)
+    for record in records.records:
+        message = record.event_log_entry.user_message or ""
+        if message.startswith(STARTED_WORKER):
+            return message[len(STARTED_WORKER) :].split(")", 1)[0]
+    return None
+
+
+def dead(instance: dg.DagsterInstance, run: dg.DagsterRun) -> bool:
+    """Whether the active `run` was executed by a process of this host that is gone."""
+    process = worker_process(instance, run)
+    return run.tags.get(HOST_TAG) == this_host() and process is not None and not alive(process)
+
+
+def unfinished_steps(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    """The steps of a run that started and did not end."""
+    kinds = {dg.DagsterEventType.STEP_START, *STEP_ENDS}
+    started: dict[str, bool] = {}
+    for record in instance.get_records_for_run(run_id, of_type=kinds).records:
+        event = record.event_log_entry.dagster_event
+        if event is not None and event.step_key:
+            started[event.step_key] = event.event_type == dg.DagsterEventType.STEP_START
+    return [step for step, running in started.items() if running]
+
+
+def end_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark every active run whose process on this host is gone as failed (one that never started:
+    canceled); what was found, a line each."""
+    found = []
+    for record in instance.get_run_records(dg.RunsFilter(statuses=ACTIVE, tags={HOST_TAG: this_host()})):
+        run = record.dagster_run
+        if not dead(instance, run):
+            continue
+        steps = unfinished_steps(instance, run.run_id)
+        where = f" at {', '.join(steps)}" if steps else ""
+        if run.status == dg.DagsterRunStatus.NOT_STARTED:
+            instance.report_run_canceled(run, "its process is gone before it started")
+            found.append(f"run {run.run_id[:8]}… was never started by its process, which is gone; canceled")
+        else:
+            instance.report_run_failed(run, f"its process ({worker_process(instance, run)}) is gone{where}")
+            found.append(f"run {run.run_id[:8]}… died{where}; marked failed")
+    return found

@@ -19,6 +19,7 @@ from rag_pipeline.defs.resources import (
 )
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, write_table
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.evaluation import to_markdown
 from rag_pipeline.lib.questions import asker_groups, usable
 from rag_pipeline.lib.serving import (
@@ -34,8 +35,6 @@ from rag_pipeline.lib.serving import (
     sync_table,
 )
 
-SERVING_VERSION = "serving-v2"
-EVALUATION_VERSION = "serving-v3"  # the exact truth from retrieval's dense ranking; kept searches
 # what the served tables hold, and what was measured on them: latency varies from run to run
 TABLE_CONTENT = ["chunk_id", "access", "commit", "embedding_version"]
 MEASURED = ["strategy", "index_type", "k", "recall_vs_exact", "underfilled", "n_questions", "table_version"]
@@ -94,9 +93,11 @@ def dense_rankings(retrieval: pd.DataFrame, questions: pd.DataFrame) -> list[Ran
 
 def served_stamp(embedding_version: str) -> str:
     """What a kept exact search depends on besides its query vector, its asker and the table's
-    chunk ids: the vectors under those ids (a passage prefix can change them and not the query's)."""
+    chunk ids: the vectors under those ids (a passage prefix can change them and not the query's),
+    and the code that searches and measures."""
+    code = fingerprint([serving_eval])
     return json.dumps(
-        {"ks": list(KS), "prefilter": True, "embedding_version": embedding_version, "format": 1}
+        {"ks": list(KS), "prefilter": True, "embedding_version": embedding_version, "code": code}
     )
 
 
@@ -120,7 +121,6 @@ def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.Asset
     @stage_asset(
         lanes.lane_key("index", strategy),
         group="serving",
-        version=SERVING_VERSION,
         config=lambda embedder, serving: config_digest(embedder.version(), serving.version()),
         resources=resources,
         kinds=("lancedb",),
@@ -165,7 +165,6 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
     @stage_asset(
         "serving_evaluation",
         group="serving",
-        version=EVALUATION_VERSION,
         config=lambda embedder, serving: config_digest(embedder.version(), serving.version(), names),
         resources=resources,
         kinds=("parquet", "markdown"),
@@ -198,7 +197,10 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
             "questions_sha256": str(questions["questions_sha256"].iloc[0]) if len(questions) else "",
             "embedding_version": str(frame["embedding_version"].iloc[0]),
             "code_versions": json.dumps(
-                {"chunkers": {s.name: s.version for s in strategies}, "serving": SERVING_VERSION}
+                {
+                    "chunkers": {s.name: s.version for s in strategies},
+                    "serving": context.assets_def.code_versions_by_key[context.asset_key],
+                }
             ),
         }
         path = store.path(lanes.report_path(lanes.SERVING_REPORT))

@@ -9,7 +9,7 @@ import pandas as pd
 
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.assets import stage_asset
-from rag_pipeline.defs.automation import OBSERVE
+from rag_pipeline.defs.conditions import OBSERVE
 from rag_pipeline.defs.lineage import materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.core import content_version, rebuild_by_note
@@ -83,7 +83,6 @@ def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
     @stage_asset(
         "source_notes",
         group="sources",
-        version=f"source-v4+{READER_VERSION}",
         config=lambda notes_repo: notes_repo.version(),
         external=lambda notes_repo: {"commit": notes_repo.head()},
         resources=resources,
@@ -137,7 +136,6 @@ def cleaned_rows(note: dict) -> list[dict]:
 @stage_asset(
     "cleaned_notes",
     group="sources",
-    version=CLEANER_VERSION,
     deps=["source_notes"],
     description="Plain text per note (code, markup and front matter removed) with every heading's span; "
     "a note whose blob sha and cleaner version are unchanged is taken from the previous build.",

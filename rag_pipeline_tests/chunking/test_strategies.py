@@ -20,13 +20,23 @@ from rag_pipeline.lib.chunking import (
 from rag_pipeline.lib.sources import clean_note
 
 BUILTIN_VERSIONS = {
-    "fixed-200": "fixed-v1:size=200",
-    "fixed-500": "fixed-v1:size=500",
-    "fixed-1000": "fixed-v1:size=1000",
-    "fixed-2000": "fixed-v1:size=2000",
-    "section": "section-v1:max_level=3",
-    "section-split": "section-split-v1:limit=800,overlap=120",
+    "fixed-200": "fixed:size=200",
+    "fixed-500": "fixed:size=500",
+    "fixed-1000": "fixed:size=1000",
+    "fixed-2000": "fixed:size=2000",
+    "section": "section:max_level=3",
+    "section-split": "section-split:limit=800,overlap=120",
 }
+
+
+def shown(strategies) -> dict[str, str]:
+    """Each strategy's version without the digest of its code (which must be there)."""
+    versions = {}
+    for s in strategies:
+        kind, _, code = s.version.rpartition("@")
+        versions[s.name] = kind if kind and re.fullmatch(r"[0-9a-f]{16}", code) else s.version
+    return versions
+
 
 NOTE = clean_note(
     "---\ntitle: T\n---\n前書きです。\n### A\n"
@@ -91,9 +101,9 @@ def rows_of(strategy, note: str = "n") -> list[dict]:
     )
 
 
-def test_by_default_the_six_builtins_with_their_versions_unchanged():
-    assert {s.name: s.version for s in load_strategies(None, None)} == BUILTIN_VERSIONS
-    assert {s.name: s.version for s in load_strategies("", None)} == BUILTIN_VERSIONS
+def test_by_default_the_six_builtins_named_by_kind_parameters_and_code():
+    assert shown(load_strategies(None, None)) == BUILTIN_VERSIONS
+    assert shown(load_strategies("", None)) == BUILTIN_VERSIONS
     assert [s.name for s in load_strategies("section, fixed-200", None)] == ["section", "fixed-200"]
 
 
@@ -105,16 +115,16 @@ def test_every_kind_from_a_file(tmp_path, chunkers):
         *("fixed-300-o50", "h2", "split-400", "rec-250", "lines", "sections"),
     ]
     by_name = {s.name: s for s in strategies}
-    versions = {n: s.version for n, s in by_name.items() if n not in BUILTIN_VERSIONS}
+    versions = {n: v for n, v in shown(strategies).items() if n not in BUILTIN_VERSIONS}
     assert re.fullmatch(
-        r"python-v1:callable=my_chunkers:by_line,version=src-[0-9a-f]{12}", versions.pop("lines")
+        r"python:callable=my_chunkers:by_line,version=src-[0-9a-f]{12}", versions.pop("lines")
     )
     assert versions == {
-        "fixed-300-o50": "fixed-v1:size=300,overlap=50",
-        "h2": "section-v1:max_level=2",
-        "split-400": "section-split-v1:limit=400,overlap=60",
-        "rec-250": "recursive-v1:size=250,overlap=40",
-        "sections": "python-v1:callable=my_chunkers:by_section,version=2",
+        "fixed-300-o50": "fixed:size=300,overlap=50",
+        "h2": "section:max_level=2",
+        "split-400": "section-split:limit=400,overlap=60",
+        "rec-250": "recursive:size=250,overlap=40",
+        "sections": "python:callable=my_chunkers:by_section,version=2",
     }
     overlapping = {n for n, s in by_name.items() if s.overlapping}
     assert overlapping == {"section-split", "fixed-300-o50", "split-400", "rec-250"}
@@ -180,9 +190,7 @@ def test_a_python_chunker_returning_a_bad_span_fails_naming_strategy_and_note(
     path = write(tmp_path, A + 'kind = "python"\ncallable = "my_chunkers:bad"\nversion = "1"')
     (strategy,) = load_strategies("a", path)
     sys.modules["my_chunkers"].SPANS = spans
-    with pytest.raises(
-        ChunkSpanError, match=r"^strategy 'a' \(python-v1:.*\), note 'n/x': " + problem
-    ) as err:
+    with pytest.raises(ChunkSpanError, match=r"^strategy 'a' \(python:.*\), note 'n/x': " + problem) as err:
         rows_of(strategy, note="n/x")
     assert isinstance(err.value, ValueError)
 
@@ -193,7 +201,7 @@ def test_a_python_chunker_that_raises_fails_naming_strategy_and_note(tmp_path, c
     with pytest.raises(ChunkSpanError) as err:
         rows_of(strategy, note="n/x")
     assert str(err.value) == (
-        "strategy 'a' (python-v1:callable=my_chunkers:broken,version=1), note 'n/x': the chunker raised "
+        "strategy 'a' (python:callable=my_chunkers:broken,version=1), note 'n/x': the chunker raised "
         "KeyError: 'heading'; fix the function (or the note)"
     )
 
@@ -238,7 +246,7 @@ def test_editing_one_file_strategy_rebuilds_only_its_lane(small_env, tmp_path):
     first, before = run(toml)
     assert all(n > 0 for n in embedded(first).values())
     second, after = run(toml.replace("size = 120", "size = 100"))
-    assert set(after["rec"]["chunker_version"]) == {"recursive-v1:size=100,overlap=30"}
+    assert {v.rsplit("@", 1)[0] for v in after["rec"]["chunker_version"]} == {"recursive:size=100,overlap=30"}
     assert set(before["rec"]["chunk_id"]) != set(after["rec"]["chunk_id"])
     assert before["fix"]["chunk_id"].tolist() == after["fix"]["chunk_id"].tolist()
     counts = embedded(second)

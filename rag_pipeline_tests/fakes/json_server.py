@@ -58,8 +58,8 @@ class ModelHandler(JsonHandler):
 
 
 class LocalServer:
-    def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    def serve(self, handler: type[BaseHTTPRequestHandler], port: int = 0) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def __enter__(self):

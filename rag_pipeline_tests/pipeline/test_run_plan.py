@@ -42,8 +42,8 @@ def texts_embedded(result) -> int:
 
 
 def planned(defs, instance, env) -> tuple[dict, list[str]]:
-    """What `--plan` finds and prints (the evaluation's cursor not kept)."""
-    observed, wanted = due(defs, instance, keep=False)
+    """What `--plan` finds and prints, recording nothing."""
+    observed, wanted = due(defs, instance, plan=True)
     strategies = load_strategies(env.get("RAG_STRATEGIES"), None)
     return wanted, plan_lines(defs, instance, observed[HEAD], wanted, strategies)
 

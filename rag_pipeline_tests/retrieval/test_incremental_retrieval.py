@@ -42,7 +42,7 @@ QUESTIONS = ["索引の設定は?", "40P03 とは", "cache-4 を使うのは", "
 
 def strategy(size: int) -> Strategy:
     return Strategy(
-        f"fixed-{size}", f"fixed-v1:size={size}", lambda text, _, size=size: fixed_spans(text, _, size)
+        f"fixed-{size}", f"fixed:size={size}", lambda text, _, size=size: fixed_spans(text, _, size)
     )
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 
 
 def project_definitions(env: dict[str, str]):
-    """The project's Definitions as the code location builds them from `env`."""
+    """The project's Definitions as the code location builds them from `env` (as `make run` does,
+    a failed asset is retried at once unless `env` says otherwise)."""
     from rag_pipeline.definitions import build_definitions
     from rag_pipeline.settings import Settings
 
-    return build_definitions(Settings.from_env(env))
+    return build_definitions(Settings.from_env({"RAG_RETRY_AFTER": "0"} | env))
 
 
 def run_all(
@@ -65,9 +66,7 @@ def make_run(defs, instance) -> tuple[Found, object]:
     job = defs.resolve_job_def("index_and_evaluate")
     config = pinned_config(defs.resources["notes_repo"], observed[HEAD])
     result = execute(job, instance, list(wanted), config, {})
-    # what would be requested now, the cursor left where the evaluation before the run put it, as
-    # `make run` leaves it (after a run it only looks at the sources again)
-    found.after = due(defs, instance, keep=False)[1]
+    found.after = due(defs, instance)[1]  # what would be requested now
     return found, result
 
 
@@ -158,3 +157,14 @@ def unsynced(defs, instance) -> dict:
                 else cause.reason
             )
     return found
+
+
+def recorded_run(instance, status, process: str, host: str | None = None):
+    """A run in `instance` with `status`, executed by `process` (`pid@start`) of `host` (this one)."""
+    import dagster as dg
+
+    from rag_pipeline.defs.runs import HOST_TAG, PROCESS_TAG
+    from rag_pipeline.lib.core.process import this_host
+
+    tags = {HOST_TAG: host or this_host(), PROCESS_TAG: process}
+    return instance.add_run(dg.DagsterRun(job_name="index_and_evaluate", status=status, tags=tags))

@@ -1,8 +1,6 @@
-"""Chunking strategies: each turns one cleaned note into character spans of its text.
-
-A strategy's `version` names its code and parameters; it is part of every chunk_id
-and the Dagster code version of its lane, so changing one chunker touches one lane.
-"""
+"""Chunking strategies: each turns one cleaned note into character spans of its text. A strategy's
+`version` names its code and parameters; it is part of every chunk_id and the Dagster code version
+of its lane, so changing one chunker touches one lane."""
 
 from __future__ import annotations
 
@@ -17,6 +15,7 @@ from functools import partial
 
 from rag_pipeline.lib.chunking.texts import contextual_text
 from rag_pipeline.lib.core import PARAGRAPH_END, SENTENCE_BREAK, SENTENCE_SPLIT, text_hash
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.sources import Section
 
 Span = tuple[int, int]
@@ -167,26 +166,32 @@ def recursive_spans(text: str, sections: list[Section], size: int, overlap: int 
     return spans
 
 
+def built_in(name: str, kind: str, spans: partial, overlapping: bool = False, **shown: int) -> Strategy:
+    """A strategy of a `spans` function of the project: named by its kind, parameters and code."""
+    parameters = ",".join(f"{k}={v}" for k, v in shown.items())
+    return Strategy(name, f"{kind}:{parameters}@{fingerprint([spans.func])}", spans, overlapping)
+
+
 def fixed_strategy(name: str, size: int, overlap: int = 0) -> Strategy:
-    version = f"fixed-v1:size={size}" + (f",overlap={overlap}" if overlap else "")
-    return Strategy(name, version, partial(fixed_spans, size=size, overlap=overlap), overlap > 0)
+    shown = {"size": size} | ({"overlap": overlap} if overlap else {})
+    return built_in(name, "fixed", partial(fixed_spans, size=size, overlap=overlap), overlap > 0, **shown)
 
 
 def section_strategy(name: str, max_level: int = 3) -> Strategy:
-    return Strategy(name, f"section-v1:max_level={max_level}", partial(section_spans, max_level=max_level))
+    return built_in(name, "section", partial(section_spans, max_level=max_level), max_level=max_level)
 
 
 def section_split_strategy(name: str, limit: int, overlap: int = 0) -> Strategy:
     spans = partial(section_split_spans, limit=limit, overlap=overlap)
-    return Strategy(name, f"section-split-v1:limit={limit},overlap={overlap}", spans, overlap > 0)
+    return built_in(name, "section-split", spans, overlap > 0, limit=limit, overlap=overlap)
 
 
 def recursive_strategy(name: str, size: int, overlap: int = 0) -> Strategy:
     spans = partial(recursive_spans, size=size, overlap=overlap)
-    return Strategy(name, f"recursive-v1:size={size},overlap={overlap}", spans, overlap > 0)
+    return built_in(name, "recursive", spans, overlap > 0, size=size, overlap=overlap)
 
 
-# the built-in strategies; their versions are part of existing chunk ids, so they never change
+# the built-in strategies; a version is part of every chunk id of its lane
 STRATEGIES: dict[str, Strategy] = {
     s.name: s
     for s in [

@@ -123,7 +123,7 @@ def _python(name: str, e: _Entry) -> Strategy:
         except (OSError, TypeError) as err:
             e.fail(f"cannot read the source of `callable` {target!r} ({err}); give a `version` instead")
         version = "src-" + hashlib.sha256(source.encode()).hexdigest()[:12]
-    return Strategy(name, f"python-v1:callable={target},version={version}", found, e.flag("overlapping"))
+    return Strategy(name, f"python:callable={target},version={version}", found, e.flag("overlapping"))
 
 
 KINDS: dict[str, tuple[tuple[str, ...], Callable[[str, _Entry], Strategy]]] = {

@@ -54,3 +54,14 @@ def names(value: str) -> tuple[str, ...]:
     if not names:
         raise ValueError
     return names
+
+
+def minutes(value: str) -> tuple[float, ...]:
+    """Comma-separated minutes (`1,5,30`), each >= 0, as seconds; `0` alone: none."""
+    try:
+        found = tuple(float(v) * 60 for v in value.split(",") if v.strip())
+    except ValueError:
+        raise ValueError from None
+    if not found or any(not math.isfinite(v) or v < 0 for v in found):
+        raise ValueError
+    return () if found == (0.0,) else found

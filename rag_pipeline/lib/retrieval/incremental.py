@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rag_pipeline.lib.core import AnyPath, as_path, read_arrow, text_hash, write_arrow
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.retrieval.bm25_terms import question_bm25
 from rag_pipeline.lib.retrieval.dense import Mask, best, dense_scores, top_k
 from rag_pipeline.lib.retrieval.rerank import HttpReranker
@@ -151,8 +152,10 @@ def cached_dense_hits(
 
 
 def cache_stamp(name: str, version: str, keep: int) -> str:
-    """What kept lists depend on besides the chunks and question texts they are keyed by."""
-    return json.dumps({"retriever": name, "version": version, "keep": keep, "format": 2}, sort_keys=True)
+    """What kept lists depend on besides the chunks and question texts they are keyed by: the
+    vectors' version, and the code that ranks and keeps them."""
+    code = fingerprint([cached_dense_hits])
+    return json.dumps({"retriever": name, "version": version, "keep": keep, "code": code}, sort_keys=True)
 
 
 def load_candidates(path: AnyPath, stamp: str) -> Candidates | None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.sources.frontmatter import split_front_matter
-
-CLEANER_VERSION = "clean-v3"  # v3: front matter after blank lines and JSON front matter (Hugo)
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.S | re.M)
 _SHORTCODE = re.compile(r"\{\{[<%].*?[%>]\}\}", re.S)
@@ -70,3 +69,7 @@ def sections_of(text: str, title: str) -> list[Section]:
 def clean_note(markdown: str, title: str) -> CleanedNote:
     text = clean_markdown(markdown)
     return CleanedNote(text, sections_of(text, title))
+
+
+# what `clean_note` does, as a digest: the cleaned notes of another version are cleaned again
+CLEANER_VERSION = f"clean@{fingerprint([clean_note])}"

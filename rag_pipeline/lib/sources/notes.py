@@ -16,12 +16,9 @@ from typing import Any
 import git
 
 from rag_pipeline.lib.core import edit_distance
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.sources.frontmatter import FrontMatterError, split_front_matter, title_of
 from rag_pipeline.lib.sources.paths import glob_regex, note_id
-
-# bumped whenever what `read_notes` makes of a blob changes (title, access): notes of another
-# reader version are read again, never reused
-READER_VERSION = "reader-v3"  # v2: front matter as Hugo reads it (blank lines, JSON, params.access); v3: inside an HTML comment
 
 
 class NotesSourceError(ValueError):
@@ -278,3 +275,8 @@ def last_changes(repo: git.Repo, commit: str, paths: set[str], since: str | None
         finally:
             process.kill()
     return found
+
+
+# what `read_notes` makes of a blob (title, access), as a digest: notes of another reader version are
+# read again, never reused
+READER_VERSION = f"reader@{fingerprint([read_notes])}"

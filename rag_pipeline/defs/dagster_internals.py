@@ -1,0 +1,124 @@
+"""Everything this project takes from Dagster's private modules, and only here: an upgrade of Dagster
+fails in this module first (rag_pipeline_tests/pipeline/test_dagster_internals.py names each piece).
+Each function says which gap of the public API it fills; docs/assets.md lists them."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from dagster._core.definitions.data_version import (
+    DATA_VERSION_TAG,
+    DEFAULT_DATA_VERSION,
+    CachingStaleStatusResolver,
+    extract_data_version_from_entry,
+)
+from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
+from dagster._core.execution.api import execute_run
+from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, WorkerStatus
+from dagster._core.remote_origin import ManagedGrpcPythonEnvCodeLocationOrigin, RemoteRepositoryOrigin
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+from rag_pipeline.defs.runs import HOST_TAG, dead
+from rag_pipeline.lib.core.process import this_host
+
+
+def latest_data_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str:
+    """The data version of `key`'s latest materialization, else of its latest observation (a
+    source), else the one Dagster records for a parent never observed. Gap: `get_asset_provenance`
+    gives the versions a materialization was made from, but nothing public gives an asset's own."""
+    record = instance.get_latest_data_version_record(key)
+    version = None if record is None else extract_data_version_from_entry(record.event_log_entry)
+    return (version or DEFAULT_DATA_VERSION).value
+
+
+def observation(key: dg.AssetKey, version: str) -> dg.AssetObservation:
+    """An observation of the source `key` at data `version`, to report outside a run. Gap: the
+    public `AssetObservation` takes no data version (an observable source's own function returns
+    one, but only inside a run)."""
+    return dg.AssetObservation(key, tags={DATA_VERSION_TAG: version})
+
+
+def stale_categories(context: dg.AutomationContext) -> set[str]:
+    """Why the UI shows the asset unsynced: `CODE` (made by another code version), `DATA` (from
+    other data versions of its parents), `DEPENDENCIES`. Gap: the stale status is not public."""
+    view = context.asset_graph_view
+    resolver = CachingStaleStatusResolver(
+        view.instance, context.asset_graph, view, view.get_inner_queryer_for_back_compat()
+    )
+    return {cause.category.value for cause in resolver.get_stale_causes(context.key)}
+
+
+def failed_check(key: dg.AssetKey, name: str, record: dg.EventLogRecord, why: str) -> dg.AssetCheckEvaluation:
+    """A failed evaluation of the blocking check `name` of the materialization `record`, to report
+    outside a run. Gap: the public `AssetCheckEvaluation` names its materialization through a
+    private class."""
+    return dg.AssetCheckEvaluation(
+        asset_key=key,
+        check_name=name,
+        passed=False,
+        metadata={"why": dg.MetadataValue.text(why)},
+        target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
+            storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+        ),
+        severity=dg.AssetCheckSeverity.ERROR,
+        blocking=True,
+    )
+
+
+def create_run(
+    instance: dg.DagsterInstance,
+    job: dg.ReconstructableJob,
+    keys: list[dg.AssetKey],
+    run_config: dict,
+    tags: dict[str, str],
+) -> dg.DagsterRun:
+    """A run of the reconstructable `job` materializing `keys`, created (not started) with the
+    origin of workspace.yaml's code location, so the UI can re-execute it. Gap: `dg.execute_job`
+    creates and starts at once, and gives the run no origin (the UI's *Re-execute* then fails)."""
+    definition = job.get_definition()
+    target = LoadableTargetOrigin(
+        executable_path=sys.executable, module_name="rag_pipeline.definitions", working_directory=os.getcwd()
+    )
+    location = ManagedGrpcPythonEnvCodeLocationOrigin(target)
+    return instance.create_run_for_job(
+        job_def=definition,
+        run_config=run_config,
+        tags=tags,
+        asset_selection=frozenset(keys),
+        job_code_origin=job.get_python_origin(),
+        remote_job_origin=RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME).get_job_origin(
+            definition.name
+        ),
+    )
+
+
+def start_run(instance: dg.DagsterInstance, job: dg.ReconstructableJob, run: dg.DagsterRun) -> dg.DagsterRun:
+    """Execute the created `run` in this process, as `dg.execute_job` does. Gap: see `create_run`."""
+    return execute_run(job, run, instance).dagster_run
+
+
+class LocalRunLauncher(dg.DefaultRunLauncher):
+    """Dagster's default run launcher (a run worker process per run, started by the code server on
+    this machine), with what its run monitoring needs to end a run whose worker died: the runs it
+    launches carry this host, and a worker's health is whether its process still runs. Gap: the
+    default launcher cannot check its workers, so a killed run stays `STARTED` for good."""
+
+    def launch_run(self, context: LaunchRunContext) -> None:
+        self._instance.add_run_tags(context.dagster_run.run_id, {HOST_TAG: this_host()})
+        super().launch_run(context)
+
+    @property
+    def supports_check_run_worker_health(self) -> bool:
+        return True
+
+    def check_run_worker_health(self, run: dg.DagsterRun) -> CheckRunHealthResult:
+        if run.tags.get(HOST_TAG) != this_host():
+            return CheckRunHealthResult(WorkerStatus.UNKNOWN, "launched on another host")
+        if dead(self._instance, run):
+            return CheckRunHealthResult(WorkerStatus.FAILED, "the run worker's process is gone")
+        return CheckRunHealthResult(WorkerStatus.RUNNING)

@@ -1,0 +1,146 @@
+"""What a function does, as a digest: its canonical syntax tree (docstrings, comments, decorators and
+formatting left out) and, followed from there, those of every function, class and constant of the
+project it refers to (by a global name, a module's attribute, a closure, a parameter's annotation, a
+partial or a table of functions). An asset's code version is the fingerprint of its body, so a change
+to what it runs re-runs it and what follows, and a comment or a docstring changes nothing. Code
+outside the project (numpy, pandas) is named, not read: an upgrade of a library is not seen."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import hashlib
+import inspect
+import textwrap
+import types
+from collections.abc import Iterable
+
+PROJECT = "rag_pipeline."
+PLAIN = (str, int, float, bool, bytes, type(None))
+
+
+def canonical(source: str) -> str:
+    """The syntax tree of `source` without docstrings, positions or the top definition's decorators."""
+    tree = ast.parse(textwrap.dedent(source))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):  # a string standing as a statement (a docstring) does nothing
+            node.body = [s for s in body if not _text(s)] or [ast.Pass()]
+    top = tree.body[0] if tree.body else None
+    if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        top.decorator_list = []
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+
+
+def _text(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
+def ours(obj: object) -> bool:
+    """Whether `obj` is the project's own, written in its source (not a method a dataclass made)."""
+    code = getattr(obj, "__code__", None)
+    if code is not None and code.co_filename.startswith("<"):
+        return False
+    return str(getattr(obj, "__module__", None) or "").startswith(PROJECT)
+
+
+def names_used(code: types.CodeType) -> set[str]:
+    """Every global or attribute name a code object and the code nested in it use."""
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= names_used(const)
+    return found
+
+
+def referred(fn: types.FunctionType) -> list[object]:
+    """What the project function `fn` refers to: its globals by name (of a module of the project,
+    the attributes it names), its closure's values and its parameters' annotations."""
+    used = names_used(fn.__code__)
+    named = [(n, fn.__globals__[n]) for n in used if n in fn.__globals__]
+    for module in [v for _, v in named if isinstance(v, types.ModuleType) and v.__name__.startswith(PROJECT)]:
+        named += [(n, getattr(module, n)) for n in used if hasattr(module, n)]
+    found = [code(value) for name, value in named if wanted(name, code(value))]
+    found += [cell.cell_contents for cell in fn.__closure__ or () if _filled(cell)]
+    found += [a for a in fn.__annotations__.values() if inspect.isclass(a)]
+    return found
+
+
+def code(value: object) -> object:
+    """A cached function's function (`functools.cache` wraps it)."""
+    return getattr(value, "__wrapped__", value)
+
+
+def wanted(name: str, value: object) -> bool:
+    """Whether a global is part of the logic: not a module (followed by its attributes) and not a
+    module's private state, such as a cache filled as the process runs."""
+    return not isinstance(value, types.ModuleType) and (callable(value) or not name.startswith("_"))
+
+
+def _filled(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
+def expand(value: object, named: list[object], depth: int = 0) -> str:
+    """The text of a value in a fingerprint: a plain value's repr; a function or class of the project
+    by its name (added to `named`, to be read in turn); a partial, container or dataclass of the
+    project by what it holds; anything else by its type's name."""
+    if depth > 20:
+        return "..."
+    if isinstance(value, PLAIN):
+        return repr(value)
+    if (inspect.isfunction(value) or inspect.isclass(value)) and ours(value):
+        named.append(value)
+        return f"{value.__module__}.{value.__qualname__}"
+    if isinstance(value, functools.partial):
+        args = [expand(a, named, depth + 1) for a in value.args]
+        keywords = sorted(f"{k}={expand(v, named, depth + 1)}" for k, v in value.keywords.items())
+        return f"partial({expand(value.func, named, depth + 1)}, {args}, {keywords})"
+    if isinstance(value, (tuple, list)):
+        return f"[{', '.join(expand(v, named, depth + 1) for v in value)}]"
+    if isinstance(value, (set, frozenset)):
+        return f"{{{', '.join(sorted(expand(v, named, depth + 1) for v in value))}}}"
+    if isinstance(value, dict):
+        items = sorted(f"{k!r}: {expand(v, named, depth + 1)}" for k, v in value.items())
+        return f"{{{', '.join(items)}}}"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and ours(type(value)):
+        fields = [
+            f"{f.name}={expand(getattr(value, f.name), named, depth + 1)}" for f in dataclasses.fields(value)
+        ]
+        return f"{expand(type(value), named, depth + 1)}({', '.join(fields)})"
+    if isinstance(value, types.ModuleType):
+        return value.__name__
+    kind = value if inspect.isclass(value) or callable(value) else type(value)
+    return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
+
+
+def fingerprint(objects: Iterable[object]) -> str:
+    """The digest of `objects` and all of the project's code they refer to, followed transitively."""
+    todo: list[object] = []
+    roots = sorted(expand(o, todo) for o in objects)
+    seen: dict[str, str] = {}
+    while todo:
+        obj = todo.pop()
+        key = f"{obj.__module__}.{obj.__qualname__}"
+        if key in seen:
+            continue
+        if inspect.isclass(obj):
+            refs = [r for m in vars(obj).values() if inspect.isfunction(m) and ours(m) for r in referred(m)]
+            refs += [b for b in obj.__bases__ if ours(b)]
+        else:
+            refs = referred(obj)
+        values = sorted(expand(r, todo) for r in refs)
+        seen[key] = f"{canonical(inspect.getsource(obj))}\x1d{values}"
+    digest = hashlib.sha256(f"{roots}\x1e".encode())
+    for key in sorted(seen):
+        digest.update(f"{key}\x1f{seen[key]}\x1e".encode())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,65 @@
+"""A small local HTTP server speaking the OpenAI embeddings protocol (`/v1/embeddings`), for what
+no test machine can run fast: a server that takes `delay` seconds per request, one that is `down`
+(503 to every request), and a count of the requests in flight at once. Its vectors are a hash of
+each text, so a build through it is deterministic. `python -m rag_pipeline_tests.fakes.openai_embed
+PORT [DELAY]` serves it on 127.0.0.1 until killed (for a test that runs the pipeline in another
+process)."""
+
+import hashlib
+import sys
+import threading
+import time
+
+from rag_pipeline_tests.fakes.json_server import JsonHandler, LocalServer
+
+DIM = 16
+MODEL = "fake-embed"
+
+
+def vector(text: str) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    return [b / 255 - 0.5 for b in digest[:DIM]]
+
+
+class FakeOpenAIEmbeddings(LocalServer):
+    """`with FakeOpenAIEmbeddings(delay=1.0) as server:`; `server.down = True` makes it refuse."""
+
+    def __init__(self, delay: float = 0.0, port: int = 0):
+        self.delay, self.down = delay, False
+        self.texts: list[str] = []  # every text embedded, in order
+        self.in_flight = self.most_in_flight = 0
+        lock = threading.Lock()
+        outer = self
+
+        class Handler(JsonHandler):
+            def do_POST(self):
+                body = self.read_json()
+                if outer.down:
+                    return self.reply(503, {"error": "the model is not loaded"})
+                with lock:
+                    outer.in_flight += 1
+                    outer.most_in_flight = max(outer.most_in_flight, outer.in_flight)
+                try:
+                    time.sleep(outer.delay)
+                    texts = body["input"]
+                    outer.texts += texts
+                    data = [
+                        {"object": "embedding", "index": i, "embedding": vector(t)}
+                        for i, t in enumerate(texts)
+                    ]
+                    return self.reply(200, {"object": "list", "model": MODEL, "data": data})
+                finally:
+                    with lock:
+                        outer.in_flight -= 1
+
+        self.serve(Handler, port)
+
+
+def openai_env(server: FakeOpenAIEmbeddings) -> dict[str, str]:
+    """The RAG_* settings that embed through `server`."""
+    return {"RAG_EMBEDDER": "openai", "RAG_EMBED_URL": server.url, "RAG_EMBED_MODEL": MODEL}
+
+
+if __name__ == "__main__":
+    with FakeOpenAIEmbeddings(float(sys.argv[2]) if len(sys.argv) > 2 else 0.0, int(sys.argv[1])):
+        threading.Event().wait()

@@ -1,0 +1,61 @@
+"""Code versions come from the code: in a copy of the package, a statement added to a metric changes
+the code version of the evaluation assets and of no chunks or embeddings asset; a comment or a
+docstring changes none. Each state's Definitions are loaded in a process of their own."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "rag_pipeline"
+METRICS = Path("rag_pipeline/lib/evaluation/metrics.py")
+SHOW = """
+import json
+from rag_pipeline.definitions import build_definitions
+from rag_pipeline.settings import Settings
+graph = build_definitions(Settings.from_env({"RAG_EMBEDDER": "hashing"})).resolve_asset_graph()
+print(json.dumps({k.to_user_string(): graph.get(k).code_version for k in graph.materializable_asset_keys}))
+"""
+
+
+def code_versions(root: Path) -> dict[str, str]:
+    shown = subprocess.run(
+        [sys.executable, "-c", SHOW],
+        cwd=root,
+        env=os.environ | {"PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(shown.stdout.splitlines()[-1])
+
+
+def first_function_edited(root: Path, addition: str) -> None:
+    """`addition` (indented) after the docstring of the first function of the metrics module."""
+    path = root / METRICS
+    text = path.read_text()
+    start = text.index("\ndef ")
+    body = text.index('"""', text.index('"""', start) + 3) + 3
+    path.write_text(text[:body] + "\n" + addition + text[body:])
+
+
+@pytest.mark.slow
+def test_a_metric_changed_reruns_evaluation_and_never_chunks_or_embeddings(tmp_path):
+    root = tmp_path / "copy"
+    shutil.copytree(PACKAGE, root / "rag_pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    before = code_versions(root)
+    first_function_edited(root, "    # a comment says why, and changes nothing")
+    first_function_edited(root, '    """A second docstring line changes nothing either."""')
+    assert code_versions(root) == before
+    first_function_edited(root, "    unused = 0  # noqa: F841")
+    after = code_versions(root)
+    changed = {k for k in before if before[k] != after[k]}
+    assert {k for k in changed if k.startswith("evaluation_")} == {
+        k for k in before if k.startswith("evaluation_")
+    }
+    assert not {k for k in changed if k.startswith(("chunks_", "embeddings_", "index_"))}
+    assert not changed & {"source_notes", "cleaned_notes", "questions"}

@@ -1,0 +1,100 @@
+"""What the project takes from Dagster's private modules, all in `defs/dagster_internals.py`: each
+piece is exercised here on a real instance, so an upgrade of Dagster that moves one fails here first,
+naming it. And no other module of the package imports a private module of Dagster."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from rag_pipeline.defs import dagster_internals as internals
+from rag_pipeline_tests.support.runs import recorded_run
+
+PACKAGE = Path(internals.__file__).resolve().parents[1]
+
+
+def private_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        found |= {n for n in names if n.startswith("dagster._")}
+    return found
+
+
+def test_only_dagster_internals_imports_dagsters_private_modules():
+    users = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if private_imports(p)}
+    assert users == {"defs/dagster_internals.py"}
+
+
+def test_an_observation_reported_outside_a_run_carries_its_data_version():
+    instance = dg.DagsterInstance.ephemeral()
+    key = dg.AssetKey("notes_head")
+    assert internals.latest_data_version(instance, key) == "INITIAL"
+    instance.report_runless_asset_event(internals.observation(key, "abc123"))
+    assert internals.latest_data_version(instance, key) == "abc123"
+
+
+def test_a_materialization_records_its_data_version_and_a_check_can_fail_it_later():
+    @dg.asset(check_specs=[dg.AssetCheckSpec("outputs_intact", asset="made")])
+    def made():
+        return dg.MaterializeResult(
+            data_version=dg.DataVersion("v1"), check_results=[dg.AssetCheckResult(passed=True)]
+        )
+
+    instance = dg.DagsterInstance.ephemeral()
+    assert dg.materialize([made], instance=instance).success
+    assert internals.latest_data_version(instance, made.key) == "v1"
+    record = instance.fetch_materializations(made.key, limit=1).records[0]
+    instance.report_runless_asset_event(internals.failed_check(made.key, "outputs_intact", record, "gone"))
+    check = dg.AssetCheckKey(made.key, "outputs_intact")
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key([check])[check]
+    evaluation = latest.event.dagster_event.event_specific_data
+    assert not evaluation.passed and evaluation.target_materialization_data.storage_id == record.storage_id
+
+
+def test_the_stale_status_reads_a_new_code_version():
+    def graph(version: str):
+        @dg.asset(code_version=version)
+        def made():
+            return 1
+
+        return [made]
+
+    class Stale(dg.AutomationCondition):
+        def evaluate(self, context):
+            held = "CODE" in internals.stale_categories(context)
+            return dg.AutomationResult(
+                context, context.candidate_subset if held else context.get_empty_subset()
+            )
+
+    instance = dg.DagsterInstance.ephemeral()
+    assert dg.materialize(graph("1"), instance=instance).success
+    for version, stale in (("1", False), ("2", True)):
+        assets = [a.with_attributes(automation_condition=Stale()) for a in graph(version)]
+        result = dg.evaluate_automation_conditions(defs=assets, instance=instance)
+        assert (result.total_requested == 1) is stale
+
+
+def test_a_run_created_before_it_starts_carries_the_origin_the_ui_reexecutes_with(tmp_path):
+    from rag_pipeline.definitions import reconstructable_job
+
+    job = dg.reconstructable(reconstructable_job)
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        run = internals.create_run(instance, job, [dg.AssetKey("source_notes")], {}, {"t": "1"})
+        assert run.status == dg.DagsterRunStatus.NOT_STARTED
+        assert run.remote_job_origin is not None and run.job_code_origin is not None
+
+
+def test_the_local_run_launcher_reports_a_dead_worker_as_failed():
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    with dg.instance_for_test() as instance:
+        launcher = internals.LocalRunLauncher()
+        launcher.register_instance(instance)
+        assert launcher.supports_check_run_worker_health
+        for process, status in ((f"{gone.pid}@", "FAILED"), ("1@", "RUNNING")):
+            run = recorded_run(instance, dg.DagsterRunStatus.STARTED, process)
+            assert launcher.check_run_worker_health(run).status.value == status
