@@ -29,9 +29,13 @@ def wording(topic: str, japanese: bool) -> str:
     return f"{topic}は？" if japanese else f"{topic}?"
 
 
-def public_topic(note: Note, public: Sequence[Note]) -> str | None:
-    """The note's most frequent terms that a public note uses too (None: fewer than two)."""
-    used = {t.lower() for other in public for t in TERM.findall(other.text)} - STOP_TERMS
+def public_terms(notes: Sequence[Note]) -> set[str]:
+    """The terms public notes use, lowercased."""
+    return {t.lower() for note in notes if not note.access for t in TERM.findall(note.text)} - STOP_TERMS
+
+
+def public_topic(note: Note, used: set[str]) -> str | None:
+    """The note's most frequent terms of `used` (`public_terms`); None: fewer than two."""
     counts = Counter(t for t in TERM.findall(note.text) if t.lower() in used)
     terms = [t for t, _ in sorted(counts.items(), key=lambda c: (-c[1], c[0]))][:TOPIC_TERMS]
     return ("、" if note.japanese else ", ").join(terms) if len(terms) >= 2 else None
@@ -63,12 +67,7 @@ def leak_candidates(
         + [ask(n, n.title) for n in restricted]
     )
     worded = {c.about for c in named.kept}
-    public = [note for note in notes if not note.access]
-    topics = check(
-        [
-            ask(n, topic)
-            for n in restricted
-            if n.slug not in worded and (topic := public_topic(n, public)) is not None
-        ]
-    )
+    left = [n for n in restricted if n.slug not in worded]
+    used = public_terms(notes) if left else set()
+    topics = check([ask(n, topic) for n in left if (topic := public_topic(n, used)) is not None])
     return named.kept + topics.kept, named.rejected + topics.rejected
