@@ -15,6 +15,7 @@ from rag_pipeline.lib.core import UNAUTHORIZED, content_version, write_table
 from rag_pipeline.lib.questions import (
     DRIFT_SCHEMA,
     QuestionsError,
+    QuoteCheck,
     assess,
     check_notes_exist,
     current_versions,
@@ -22,6 +23,7 @@ from rag_pipeline.lib.questions import (
     gold_problems,
     invalid_gold_message,
     questions_frame,
+    quoting_warnings,
     resolve_label_commits,
     with_access,
 )
@@ -67,6 +69,11 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         # a labelled question whose note is gone is stale, not an error
         check_notes_exist([q for q in items if q.commit is None], set(texts), source)
         items = with_access(items, dict(zip(cleaned["note"], cleaned["access"])), source)
+        quoting = quoting_warnings(
+            items, QuoteCheck(zip(cleaned["note"], cleaned["access"], cleaned["text"])), source
+        )
+        for line in quoting:  # the question is still asked: a warning, not a failure
+            context.log.warning(line)
         statuses, drift = assess(
             repo, items, commit, notes_repo.glob, notes_repo.exclude, source, current_versions(cleaned)
         )
@@ -101,6 +108,7 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
                 "unanswerable": int((~frame["answerable"] & (frame["category"] != UNAUTHORIZED)).sum()),
                 "unauthorized": int((frame["category"] == UNAUTHORIZED).sum()),
                 "invalid": len(problems),
+                "quoting_restricted": dg.MetadataValue.md("\n".join(f"- {w}" for w in quoting) or "none"),
                 "n_carried_gold": counts["carried"],
                 "n_stale_gold": counts["stale"],
                 "categories": dg.MetadataValue.json(frame["category"].value_counts().to_dict()),

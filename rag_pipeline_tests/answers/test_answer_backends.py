@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rag_pipeline.lib.answers import (
+    PROMPT_VERSION,
     AnswerCache,
     LLMError,
     OllamaLLM,
@@ -86,7 +87,7 @@ def test_requests_carry_the_settings_and_the_key_stays_out_of_every_output(serve
 
 def test_ollama_names_its_digest_and_a_missing_model(server):
     llm = OllamaLLM(server.url, MODEL, **FAST)
-    assert llm.llm_version.startswith(f"ollama:{MODEL}@{DIGEST}|") and "answer-prompt-v1" in llm.llm_version
+    assert llm.llm_version.startswith(f"ollama:{MODEL}@{DIGEST}|") and PROMPT_VERSION in llm.llm_version
     with pytest.raises(LLMError, match="'nope' not found; run `ollama pull nope`"):
         OllamaLLM(server.url, "nope", **FAST)
 

@@ -53,15 +53,6 @@ def gold(cleaned):
     return questions_from_frame(frame)
 
 
-def test_prompt_numbers_the_units_and_names_the_abstain_phrase():
-    prompt = make_prompt(7, "Parquet の大きさは?", UNITS)
-    assert prompt.question_id == "7"
-    assert "[1] CSV は 1.2 GB" in prompt.text and "[2] A TCP connection" in prompt.text
-    assert ABSTAIN in prompt.text and prompt.text.rstrip().endswith("Answer:")
-    closed = make_prompt(7, "Parquet の大きさは?", [])
-    assert "[1]" not in closed.text and ABSTAIN in closed.text and closed.units == ()
-
-
 @pytest.mark.parametrize(
     "reply, numbers, valid",
     [

@@ -2,8 +2,10 @@
 measured, unauthorized questions are counted apart, and an access-only commit re-embeds nothing."""
 
 import json
+import logging
 from pathlib import Path
 
+import dagster as dg
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
@@ -132,6 +134,8 @@ def test_unauthorized_questions_are_counted_and_nothing_leaks(notes_repo, small_
         *QUESTIONS,
         QUESTIONS[0] | {"id": 9, "groups": ["web"]},
         QUESTIONS[2] | {"id": 10, "groups": ["dba"]},
+        # a leak test that quotes the note it must not reach: kept, and named in a warning
+        {"id": 11, "q": "互いのロックを待ち続けて進めなくなるのは?", "slug": None, "groups": ["web"]},
     ]
     # "web" owns no note yet: give it one so the group is known
     commit_files(
@@ -143,8 +147,22 @@ def test_unauthorized_questions_are_counted_and_nothing_leaks(notes_repo, small_
     )
     (tmp_path / "q.json").write_text(json.dumps(questions, ensure_ascii=False))
     env = small_env | {"RAG_QUESTIONS": str(tmp_path / "q.json"), "RAG_RETRIEVERS": "dense,bm25,rrf+parent"}
-    result = run_all(env)
+    instance = dg.DagsterInstance.ephemeral()
+    result = run_all(env, instance=instance)
     assert all(c.passed for c in result.get_asset_check_evaluations())
+    # 9 shares "PostgreSQL は" with the note, 11 a whole clause
+    source = tmp_path / "q.json"
+    warnings = [
+        f"{source}: question {q} shares {n} characters with note 'deadlock', which its asker (groups web) "
+        "may not read; word it from what its asker may read"
+        for q, n in ((9, 11), (11, 18))
+    ]
+    listed = materialization_metadata(result, "questions")["quoting_restricted"]
+    assert listed == "\n".join(f"- {w}" for w in warnings)
+    logged = instance.all_logs(result.run_id)
+    assert [
+        e.user_message for e in logged if e.level == logging.WARNING and "characters" in e.user_message
+    ] == (warnings)
     summary = pq.read_table(tmp_path / "out" / "reports" / "evaluation_summary.parquet").to_pandas()
     assert (summary["n_unauthorized"] == 1).all() and (summary["leaked_units"] == 0).all()
     chunks = pq.read_table(tmp_path / "out" / "chunks" / "section.parquet").to_pandas()

@@ -124,6 +124,9 @@ def test_ask_shows_the_note_only_to_its_group(world, form, monkeypatch, capsys):
         shown[groups] = capsys.readouterr().out + "\n".join(prompts(llm, sent))
     assert mark not in shown[""] and mark not in shown["payments"]
     assert mark in shown["sre"]  # the check can see the note where it belongs
+    # `ask` builds the answers' prompt: the passages fenced, the question after the last fence
+    last = prompts(llm)[-1]
+    assert "\n<passage-" in last and last.endswith(f">\n\nQuestion: {TOPICS[SLUGS[form]]}\nAnswer:")
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,14 @@ def bundled(tmp_path_factory) -> git.Repo:
     return build_repository(BUNDLED_CORPUS, tmp_path_factory.mktemp("bundled") / "notes")
 
 
+PASSAGE = re.compile(r"^<passage-([0-9a-f]{16}) [^>\n]*>\n(.*?)\n</passage-\1>$", re.S | re.M)
+
+
+def passages(prompt: str) -> list[str]:
+    """The fenced passages of a prompt, in order."""
+    return [m.group(2) for m in PASSAGE.finditer(prompt)]
+
+
 def first_words(excerpt: str) -> str:
     """A phrase copied from an excerpt's text (the line after its `[title > heading]` line)."""
     return excerpt.split("]\n", 1)[1].split("\n", 1)[0][:18]
@@ -45,12 +53,11 @@ class Replies:
         if "does NOT answer" in prompt:
             pattern = "TTL" if self.n % 2 else r"zq-absent-\d+"
             return json.dumps({"question": question, "answer_pattern": pattern})
-        if "Section 2:" in prompt:
-            one, two = prompt.split("Section 1:\n", 1)[1].split("\n\nSection 2:\n")
-            reply = {"question": question, "evidence": first_words(one), "evidence2": first_words(two)}
-            return json.dumps(reply, ensure_ascii=False)
-        section = prompt.split("\n\n", 1)[1]
-        return json.dumps({"question": question, "evidence": first_words(section)}, ensure_ascii=False)
+        quoted = passages(prompt)
+        reply = {"question": question, "evidence": first_words(quoted[0])}
+        if len(quoted) == 2:
+            reply["evidence2"] = first_words(quoted[1])
+        return json.dumps(reply, ensure_ascii=False)
 
 
 def env(monkeypatch, bundled, tmp_path, server, **extra):

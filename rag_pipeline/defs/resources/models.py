@@ -10,7 +10,7 @@ import pandas as pd
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.resources.data import DataStore
-from rag_pipeline.lib.answers import LLM, make_llm
+from rag_pipeline.lib.answers import LLM, PROMPT_VERSION, make_llm
 from rag_pipeline.lib.core import AnyPath, write_bytes
 from rag_pipeline.lib.embedding import (
     Embedder,
@@ -142,8 +142,9 @@ class AnswerResource(FromSettings):
     concurrency: int = 1
 
     def version(self) -> str:
-        """What the answers depend on (not how patiently they are fetched)."""
-        return config_digest(self.model_dump(include={"backend", "url", "model", "runs"}))
+        """What the answers depend on (not how patiently they are fetched), the prompt's version with it:
+        a changed prompt answers again, in a fresh build and an incremental one alike."""
+        return config_digest(self.model_dump(include={"backend", "url", "model", "runs"}), PROMPT_VERSION)
 
     def get(self) -> LLM:
         if self.backend == "extractive":

@@ -12,14 +12,13 @@ from rag_pipeline.lib.answers.llm import (
     sentences,
     split_thinking,
 )
+from rag_pipeline.lib.answers.prompts import ABSTAIN, PROMPT_VERSION, Prompt, make_prompt
 from rag_pipeline.lib.answers.scoring import (
-    ABSTAIN,
     BASELINE_STRATEGY,
     SHORT_KEY,
     Reply,
     answer_summary,
     answer_table,
-    make_prompt,
     parse_reply,
     score_answers,
 )
@@ -31,12 +30,14 @@ __all__ = [
     "LLM",
     "NONE",
     "ORACLE",
+    "PROMPT_VERSION",
     "SHORT_KEY",
     "AnswerCache",
     "ExtractiveLLM",
     "LLMError",
     "OllamaLLM",
     "OpenAILLM",
+    "Prompt",
     "Reply",
     "Sampling",
     "Unit",

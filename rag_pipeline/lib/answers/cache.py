@@ -16,7 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from rag_pipeline.lib.answers.llm import LLM, LLMError
-from rag_pipeline.lib.answers.scoring import Prompt, Reply
+from rag_pipeline.lib.answers.prompts import Prompt
+from rag_pipeline.lib.answers.scoring import Reply
 from rag_pipeline.lib.core import AnyPath, SegmentStore, text_hash, version_dir
 
 Progress = Callable[[int, int], None]  # (answers received, answers to ask for)

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from rag_pipeline.lib.answers.scoring import ABSTAIN, PROMPT_VERSION, Prompt, Reply, without_citations
+from rag_pipeline.lib.answers.prompts import ABSTAIN, PROMPT_VERSION, Prompt
+from rag_pipeline.lib.answers.scoring import Reply, without_citations
 from rag_pipeline.lib.core import SENTENCE_END, JsonClient, ServerError, bearer, without_v1
 from rag_pipeline.lib.embedding import Embedder
 

@@ -1,8 +1,6 @@
-"""The answer stage without Dagster: the prompt, strict reading of the reply, scoring, the summary.
-
-The prompt numbers the units it passes `[1]`, `[2]`, ... and asks for `[n]` after each claim, or
-for exactly `ABSTAIN` as the first line when the passages do not answer (lib/answer_units.py builds
-the units). The summary metrics are defined in `answer_summary`.
+"""The answer stage without Dagster: strict reading of the reply (`[n]` citations, `ABSTAIN`; the
+prompt is `rag_pipeline.lib.answers.prompts`), scoring, the summary (its metrics are defined in
+`answer_summary`).
 """
 
 from __future__ import annotations
@@ -14,34 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rag_pipeline.lib.answers.prompts import ABSTAIN, Prompt
 from rag_pipeline.lib.answers.units import Unit
 from rag_pipeline.lib.core import UNAUTHORIZED
 from rag_pipeline.lib.evaluation import EvidenceSpan, holds
 from rag_pipeline.lib.questions import Question
 
-PROMPT_VERSION = "answer-prompt-v1"  # change it whenever the templates below change
-ABSTAIN = "ANSWER: NONE"
 BASELINE_STRATEGY = "-"  # the `none` and `oracle` baselines do not depend on a chunking strategy
-
-CONTEXT_TEMPLATE = """Answer the question using only the numbered passages below.
-After each claim, put the number of the passage that supports it in square brackets, like [2].
-Cite only the numbers given here, one per bracket ([1][3], never [1, 3]).
-If the passages do not answer the question, reply with exactly this line and nothing else:
-{abstain}
-Answer briefly, in the language of the question.
-
-Passages:
-{passages}
-
-Question: {question}
-Answer:"""
-
-CLOSED_BOOK_TEMPLATE = """Answer the question briefly, in the language of the question.
-If you do not know the answer, reply with exactly this line and nothing else:
-{abstain}
-
-Question: {question}
-Answer:"""
 
 # answers.parquet; n_cited_holding (valid cited units holding an evidence) feeds the summary
 ANSWER_COLUMNS = [
@@ -67,14 +44,6 @@ CITATION_LIKE = re.compile(r"\[\s*\d[\d\s,、，\-–]*\]")
 
 
 @dataclass(frozen=True)
-class Prompt:
-    question_id: str
-    question: str
-    units: tuple[Unit, ...]
-    text: str  # exactly what an LLM is sent; the answer cache is keyed by its hash
-
-
-@dataclass(frozen=True)
 class Reply:
     text: str  # the answer, its thinking removed
     thinking: str = ""
@@ -89,15 +58,6 @@ class ParsedReply:
     abstained: bool
     numbers: tuple[int, ...]  # the valid citations (1-based), each once, in order of first use
     citation_valid: bool  # False when a citation names a unit not passed or breaks the `[n]` form
-
-
-def make_prompt(question_id: str, question: str, units: Sequence[Unit]) -> Prompt:
-    if units:
-        passages = "\n\n".join(f"[{i}] {u.text.strip()}" for i, u in enumerate(units, 1))
-        text = CONTEXT_TEMPLATE.format(abstain=ABSTAIN, passages=passages, question=question)
-    else:  # the `none` baseline: what the model answers from its own knowledge
-        text = CLOSED_BOOK_TEMPLATE.format(abstain=ABSTAIN, question=question)
-    return Prompt(str(question_id), question, tuple(units), text)
 
 
 def parse_reply(text: str, n_units: int) -> ParsedReply:

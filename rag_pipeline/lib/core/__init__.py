@@ -1,5 +1,6 @@
 """What every stage stands on: atomic storage (local or s3://), content-addressed segments, the JSON
-HTTP client and its deadline, the one access rule, one-writer locks, near-miss names, incremental rebuilds by note."""
+HTTP client and its deadline, the one access rule, the fence around note text in a prompt, one-writer
+locks, near-miss names, incremental rebuilds by note."""
 
 from rag_pipeline.lib.core.access import (
     UNAUTHORIZED,
@@ -10,6 +11,7 @@ from rag_pipeline.lib.core.access import (
     unknown_group,
 )
 from rag_pipeline.lib.core.arrowfile import read_arrow, write_arrow
+from rag_pipeline.lib.core.fence import Fence
 from rag_pipeline.lib.core.http import JsonClient, ServerError, bearer, without_v1
 from rag_pipeline.lib.core.incremental import content_version, rebuild_by_note
 from rag_pipeline.lib.core.localfile import DiskFullError
@@ -46,6 +48,7 @@ __all__ = [
     "AnyPath",
     "DirectoryLock",
     "DiskFullError",
+    "Fence",
     "JsonClient",
     "Location",
     "SegmentStore",

@@ -1,5 +1,6 @@
 """Gold questions: their labels, the gold status of each label at the indexed commit, the
-drift report and its suggestions, the refresh of a questions file, and generated drafts."""
+drift report and its suggestions, the refresh of a questions file, generated drafts, and whether a
+question quotes a note its asker may not read."""
 
 from rag_pipeline.lib.questions.drafts import CATEGORIES, Draft, draft
 from rag_pipeline.lib.questions.evidence import evidence_problems, invalid_gold_message
@@ -20,6 +21,7 @@ from rag_pipeline.lib.questions.labels import (
     with_access,
 )
 from rag_pipeline.lib.questions.prompted import LLM_CATEGORIES, Asker
+from rag_pipeline.lib.questions.quoting import MIN_RUN, QuoteCheck, quoting_warnings
 from rag_pipeline.lib.questions.refresh import RELABEL_THRESHOLD, drift_md, refresh, stale_suggestions
 from rag_pipeline.lib.questions.similarity import SENTENCE, WORD, cut_level, dice, most_similar_span
 from rag_pipeline.lib.questions.status import (
@@ -36,6 +38,7 @@ __all__ = [
     "DRIFT_COLUMNS",
     "DRIFT_SCHEMA",
     "LLM_CATEGORIES",
+    "MIN_RUN",
     "N_CHARS",
     "N_WORDS",
     "OFFLINE_CATEGORIES",
@@ -49,6 +52,7 @@ __all__ = [
     "Note",
     "Question",
     "QuestionsError",
+    "QuoteCheck",
     "Verified",
     "asker_groups",
     "assess",
@@ -70,6 +74,7 @@ __all__ = [
     "questions_bytes",
     "questions_frame",
     "questions_from_frame",
+    "quoting_warnings",
     "refresh",
     "resolve_label_commits",
     "shared_run",

@@ -6,21 +6,20 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from operator import attrgetter
 
-from rag_pipeline.lib.questions.generate import (
-    OFFLINE_CATEGORIES,
-    Candidate,
-    Note,
-    offline_candidates,
-    unauthorized,
-)
+from rag_pipeline.lib.questions.generate import OFFLINE_CATEGORIES, Candidate, Note, offline_candidates
+from rag_pipeline.lib.questions.leaks import leak_candidates
 from rag_pipeline.lib.questions.prompted import LLM_CATEGORIES, Asker, llm_candidates
+from rag_pipeline.lib.questions.quoting import QuoteCheck
 from rag_pipeline.lib.questions.verify import N_CHARS, N_WORDS, verify
 
 CATEGORIES = OFFLINE_CATEGORIES + LLM_CATEGORIES
 OVERASK = 1.5  # prompts per question wanted: some replies are rejected
+SHORT = "leak tests not made: too few restricted notes with an outside group and a clean wording"
 
 
 @dataclass
@@ -42,18 +41,22 @@ class Draft:
 
 
 def spread(
-    kept: Sequence[Candidate], categories: Sequence[str], n: int, rng: random.Random
+    kept: Sequence[Candidate],
+    keys: Sequence[str],
+    n: int,
+    rng: random.Random,
+    key: Callable[[Candidate], str | None] = attrgetter("category"),
 ) -> list[Candidate]:
-    """Up to `n` of `kept`, taken in turn from each category (shuffled by `rng`), so a category
-    with many candidates does not crowd out the others."""
-    pools = {c: [k for k in kept if k.category == c] for c in categories}
+    """Up to `n` of `kept`, taken in turn from each of `keys` (each key's candidates shuffled by
+    `rng`), so a category, or a note, with many candidates does not crowd out the others."""
+    pools = {k: [c for c in kept if key(c) == k] for k in keys}
     for pool in pools.values():
         rng.shuffle(pool)
     out: list[Candidate] = []
     while len(out) < n and any(pools.values()):
-        for c in categories:
-            if pools[c] and len(out) < n:
-                out.append(pools[c].pop())
+        for k in keys:
+            if pools[k] and len(out) < n:
+                out.append(pools[k].pop())
     return out
 
 
@@ -76,6 +79,8 @@ def draft(
     The LLM categories send prompts through `ask` to the chat model whose llm_version is `model`."""
     rng = random.Random(seed)
     texts = {note.slug: note.text for note in notes}
+    quoting = QuoteCheck((note.slug, note.access, note.text) for note in notes)
+    check = partial(verify, texts=texts, quoting=quoting, n_chars=n_chars, n_words=n_words)
     result = Draft([])
     candidates = offline_candidates(notes, [c for c in categories if c in OFFLINE_CATEGORIES])
     asked = [c for c in categories if c in LLM_CATEGORIES]
@@ -88,25 +93,20 @@ def draft(
         )
         candidates += made
         result.rejected += replies_rejected
-    checked = verify(candidates, texts, existing, n_chars=n_chars, n_words=n_words)
+    checked = check(candidates, existing=existing)
     result.rejected += checked.rejected
     result.verified = len(checked.kept)
     chosen = spread(checked.kept, categories, n, rng)
     if n_unauthorized:
-        # leak tests are made offline whatever the categories: no restricted text reaches a prompt
-        pool = verify(
-            offline_candidates(notes, OFFLINE_CATEGORIES),
-            texts,
-            [*existing, *(c.q for c in chosen)],
-            n_chars=n_chars,
-            n_words=n_words,
-        ).kept
-        leaks, lacking = unauthorized(pool, notes, n_unauthorized, rng)
-        chosen += leaks
-        if lacking or len(leaks) < n_unauthorized:
-            result.rejected["no group outside a restricted note's, or no restricted note"] += (
-                n_unauthorized - len(leaks)
-            )
+        taken = [*existing, *(c.q for c in chosen)]
+        leaks, rejected = leak_candidates(notes, rng, partial(check, existing=taken))
+        result.rejected += rejected
+        order = sorted({str(c.about) for c in leaks})
+        rng.shuffle(order)  # taken in turn from each restricted note
+        tests = spread(leaks, order, n_unauthorized, rng, key=attrgetter("about"))
+        if len(tests) < n_unauthorized:
+            result.rejected[SHORT] += n_unauthorized - len(tests)
+        chosen += tests
     for i, c in enumerate(chosen, 1):
         result.items.append(c.item(f"gen-{i:03d}", commit))
         result.written[c.category] += 1

@@ -18,7 +18,6 @@ Every such question reuses the note's words, so it flatters lexical retrieval; t
 from __future__ import annotations
 
 import math
-import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -26,7 +25,6 @@ from dataclasses import dataclass, replace
 
 import git
 
-from rag_pipeline.lib.core import UNAUTHORIZED
 from rag_pipeline.lib.sources import Section, clean_note, read_notes
 
 OFFLINE = "offline-v1"
@@ -40,7 +38,7 @@ KEYWORD, IDENTIFIER, NUMBER, TABLE, CROSS_LINGUAL = (
 OFFLINE_CATEGORIES = (KEYWORD, IDENTIFIER, NUMBER, TABLE, CROSS_LINGUAL)
 
 # terms: ASCII words (identifiers kept whole), katakana runs, kanji runs
-_TERM = re.compile(r"[A-Za-z][A-Za-z0-9_.+/-]*[A-Za-z0-9]|[ァ-ヴー]{2,}|[一-龥々]{2,}")
+TERM = re.compile(r"[A-Za-z][A-Za-z0-9_.+/-]*[A-Za-z0-9]|[ァ-ヴー]{2,}|[一-龥々]{2,}")
 # an identifier: snake_case, dotted, kebab with a letter run, CamelCase inside, an ALLCAPS code or a key=value
 _IDENTIFIER = re.compile(
     r"(?<![\w.-])(?:[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+|[a-z]+(?:-[a-z]+){2,}|[A-Z]{4,}[0-9]*"
@@ -88,6 +86,7 @@ class Candidate:
     slug2: str | None = None
     section2: str | None = None
     paraphrase: bool = False  # must share no wording with its evidence
+    about: str | None = None  # a leak test's restricted note, which it may not name (not written)
 
     def item(self, qid: str, commit: str) -> dict:
         """The questions-file object (the shape of data/questions.json plus the generated fields)."""
@@ -142,7 +141,7 @@ def section_terms(notes: Sequence[Note]) -> dict[tuple[str, int], list[str]]:
     counts: dict[tuple[str, int], Counter[str]] = {}
     for note in notes:
         for i, section in enumerate(note.sections):
-            counts[(note.slug, i)] = Counter(t.lower() for t in _TERM.findall(body(note, section)))
+            counts[(note.slug, i)] = Counter(t.lower() for t in TERM.findall(body(note, section)))
     df = Counter(t for c in counts.values() for t in c)
     n = len(counts)
     out = {}
@@ -277,23 +276,3 @@ def with_groups(candidate: Candidate, access: dict[str, tuple[str, ...]]) -> Can
     """The candidate asked by a member of its notes' groups (no groups: a public note)."""
     groups = sorted({g for slug in (candidate.slug, candidate.slug2) if slug for g in access.get(slug, ())})
     return candidate if not groups else replace(candidate, groups=tuple(groups))
-
-
-def unauthorized(candidates: Sequence[Candidate], notes: Sequence[Note], n: int, rng: random.Random):
-    """Up to `n` leak-test questions: candidates about a restricted note, asked by a group of the
-    notes that may not read it (category `unauthorized`). Returns (questions, how many could not get
-    an outside group)."""
-    access = {note.slug: set(note.access) for note in notes}
-    known = sorted({g for groups in access.values() for g in groups})
-    restricted = [c for c in candidates if c.slug and access.get(c.slug) and not c.evidence2]
-    rng.shuffle(restricted)
-    out, lacking = [], 0
-    for c in restricted:
-        if len(out) == n:
-            break
-        outside = [g for g in known if g not in access[c.slug]]
-        if not outside:
-            lacking += 1
-            continue
-        out.append(replace(c, category=UNAUTHORIZED, groups=(rng.choice(outside),)))
-    return out, lacking

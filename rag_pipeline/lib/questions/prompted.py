@@ -7,7 +7,8 @@ answers' cache keyed by llm_version and prompt text), so a rerun with the same n
 nothing. A reply that is not a JSON object with
 the asked string fields is rejected and counted, never repaired. Access: a prompt holds the text
 of notes one asker may read together (a section, two sections of notes with the same groups), and
-a prompt about topics holds public notes only; leak-test questions are never prompted for.
+a prompt about topics holds public notes only; leak-test questions are never prompted for. Every
+quoted text is fenced as data (`rag_pipeline.lib.core.Fence`), apart from the task.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rag_pipeline.lib.core import Fence
 from rag_pipeline.lib.questions.generate import Candidate, Note, body
 from rag_pipeline.lib.sources import Section
 
 PARAPHRASE, MULTI, UNANSWERABLE = "paraphrase", "multi-section", "unanswerable"
 LLM_CATEGORIES = (PARAPHRASE, MULTI, UNANSWERABLE)
 GENERATOR = "llm-v1"
+INTRO = "You write test questions for a search system over technical notes.\n"
 SECTION_CHARS = 1200  # of a section's text in a prompt; enough for a few facts
 MIN_SECTION = 80
 NOT_JSON, WRONG_FORM = "reply is not valid JSON", "reply is not in the asked form"
@@ -54,43 +57,45 @@ def _excerpt(note: Note, heading: str, text: str) -> str:
     return f"[{note.title} > {heading}]\n{text[:SECTION_CHARS]}"
 
 
+def _prompt(fence: Fence, task: str, passages: Sequence[str]) -> str:
+    """The task, the fence's rule, then each passage fenced, numbered from 1."""
+    quoted = "\n\n".join(fence.wrap(p, f'n="{i}"') for i, p in enumerate(passages, 1))
+    return f"{INTRO}{fence.rule}\n{task}\n\n{quoted}"
+
+
 def paraphrase_ask(note: Note, section: Section) -> Ask:
-    text = (
-        "You write test questions for a search system over technical notes.\n"
-        f"Read this section and write ONE question in {_language([note])} that the section answers.\n"
+    excerpt = _excerpt(note, section.heading, body(note, section))
+    task = (
+        f"Read the section quoted below and write ONE question in {_language([note])} that it answers.\n"
         "Quote the answer's evidence: a phrase of 10 to 60 characters copied exactly from the section.\n"
         "The question must not reuse the evidence's wording: say it in other words.\n"
-        'Reply with a JSON object only: {"question": "...", "evidence": "..."}\n\n'
-        + _excerpt(note, section.heading, body(note, section))
+        'Reply with a JSON object only: {"question": "...", "evidence": "..."}'
     )
-    return Ask(PARAPHRASE, text, ((note, section.heading),))
+    return Ask(PARAPHRASE, _prompt(Fence.around(excerpt), task, [excerpt]), ((note, section.heading),))
 
 
 def multi_ask(a: tuple[Note, Section], b: tuple[Note, Section]) -> Ask:
     (na, sa), (nb, sb) = a, b
-    text = (
-        "You write test questions for a search system over technical notes.\n"
-        f"Write ONE question in {_language([na, nb])} whose answer needs BOTH sections below.\n"
+    excerpts = [_excerpt(na, sa.heading, body(na, sa)), _excerpt(nb, sb.heading, body(nb, sb))]
+    task = (
+        f"Write ONE question in {_language([na, nb])} whose answer needs BOTH sections quoted below.\n"
         "Quote one evidence phrase (10 to 60 characters, copied exactly) from each section, in order.\n"
         "The question must not reuse the evidences' wording.\n"
-        'Reply with a JSON object only: {"question": "...", "evidence": "...", "evidence2": "..."}\n\n'
-        f"Section 1:\n{_excerpt(na, sa.heading, body(na, sa))}\n\n"
-        f"Section 2:\n{_excerpt(nb, sb.heading, body(nb, sb))}"
+        'Reply with a JSON object only: {"question": "...", "evidence": "...", "evidence2": "..."}'
     )
-    return Ask(MULTI, text, ((na, sa.heading), (nb, sb.heading)))
+    return Ask(MULTI, _prompt(Fence.around(*excerpts), task, excerpts), ((na, sa.heading), (nb, sb.heading)))
 
 
 def unanswerable_ask(note: Note) -> Ask:
-    headings = "\n".join(f"- {s.heading}" for s in note.sections if s.level > 0)
-    text = (
-        "You write test questions for a search system over technical notes.\n"
-        f"A note titled {note.title!r} has these sections:\n{headings}\n"
+    outline = "\n".join([note.title, *(f"- {s.heading}" for s in note.sections if s.level > 0)])
+    task = (
+        "Quoted below are a note's title and its section headings. "
         f"Write ONE question in {_language([note])} on the same topic that this note does NOT answer "
         "(a specific fact it does not state), and a regular expression matching what a correct "
         "answer would contain.\n"
         'Reply with a JSON object only: {"question": "...", "answer_pattern": "..."}'
     )
-    return Ask(UNANSWERABLE, text, ())
+    return Ask(UNANSWERABLE, _prompt(Fence.around(outline), task, [outline]), ())
 
 
 def plan(notes: Sequence[Note], counts: dict[str, int], rng: random.Random) -> list[Ask]:

@@ -3,7 +3,9 @@
 - the evidence (and a second one) is found exactly once in its note's cleaned text at the commit;
 - a paraphrase shares no wording with its evidence: no run of `n_chars` characters (whitespace
   and case ignored) when the evidence is Japanese, no run of `n_words` words when it is English;
-- an unanswerable question has an answer pattern, a valid regex found in no note;
+- an unanswerable question has an answer pattern, a valid regex found in no note (a leak test
+  worded from a title or a topic names no note and needs none);
+- no question quotes a note its asker may not read (`rag_pipeline.lib.questions.quoting`);
 - a question nearly the same as one kept before, or as one of `existing` (the hand-written set),
   is dropped: Dice over character 2- and 3-gram sets of at least `DUPLICATE`.
 """
@@ -15,10 +17,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from rag_pipeline.lib.core import UNAUTHORIZED
 from rag_pipeline.lib.questions.generate import CJK, Candidate
+from rag_pipeline.lib.questions.quoting import QuoteCheck
 
 N_CHARS, N_WORDS = 4, 3
 DUPLICATE = 0.8
+QUOTES = "quotes a note its asker may not read"
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -65,7 +70,7 @@ def problem(
             return "evidence absent from its note" if not found else "evidence found more than once"
         if c.paraphrase and shared_run(c.q, evidence, n_chars, n_words):
             return "paraphrase shares wording with its evidence"
-    if c.slug is None:
+    if c.slug is None and c.category != UNAUTHORIZED:
         if not c.answer_pattern:
             return "unanswerable without an answer pattern"
         try:
@@ -85,13 +90,16 @@ def verify(
     n_chars: int = N_CHARS,
     n_words: int = N_WORDS,
     duplicate: float = DUPLICATE,
+    quoting: QuoteCheck | None = None,
 ) -> Verified:
-    """The candidates that pass every check, in their order, and the rejections by reason."""
+    """The candidates that pass every check, in their order, and the rejections by reason;
+    `quoting` holds the notes a question may not quote (None: the check is not made)."""
     rejected: Counter[str] = Counter()
     seen = [grams(q) for q in existing]
+    quotes = quoting.quotes([(c.q, c.groups) for c in candidates]) if quoting else [None] * len(candidates)
     kept = []
-    for c in candidates:
-        why = problem(c, texts, n_chars, n_words)
+    for c, quote in zip(candidates, quotes):
+        why = problem(c, texts, n_chars, n_words) or (QUOTES if quote else None)
         if why is None:
             g = grams(c.q)
             if any(_dice(g, other) >= duplicate for other in seen):

@@ -1,0 +1,124 @@
+"""Does a question quote a note its asker may not read?
+
+A question quotes a note when it shares a run of `MIN_RUN` characters with the note's body, the
+cleaned text without its heading lines: a note's title and headings name it, and a leak test may be
+worded from them when they carry none of its body. Both texts are compared after NFKC (full and half
+width alike), case folding and dropping everything but letters and digits, so spaces, punctuation
+and line breaks cannot hide a copied sentence; characters are counted, never words, so Japanese and
+English are held to the same length. A run found in a note the asker may read as well quotes
+nothing the asker could not read.
+
+Every generated question is checked before it is written (`verify`), and every question of the
+questions file when it is loaded, as a warning naming it (`quoting_warnings`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from rag_pipeline.lib.core import fold, may_read
+from rag_pipeline.lib.questions.labels import Question
+from rag_pipeline.lib.sources import HEADING
+
+MIN_RUN = 8  # characters
+
+
+@dataclass(frozen=True)
+class Quote:
+    """What a question shares with a note its asker may not read."""
+
+    note: str
+    chars: int  # the longest stretch of the question found in that note, in compared characters
+
+    def message(self, groups: Sequence[str]) -> str:
+        return (
+            f"shares {self.chars} characters with note {self.note!r}, which its asker "
+            f"(groups {', '.join(groups)}) may not read"
+        )
+
+
+def compared(text: str) -> str:
+    """`text` as it is compared: width and case folded, only letters and digits kept."""
+    return "".join(c for c in fold(text) if c.isalnum())
+
+
+def note_body(text: str) -> str:
+    """A note's cleaned text without its heading lines."""
+    return HEADING.sub("", text)
+
+
+class QuoteCheck:
+    """The bodies of the notes at one commit and their groups, ready to check questions against."""
+
+    def __init__(self, notes: Iterable[tuple[str, Sequence[str], str]]):
+        """`notes`: (slug, access groups, cleaned text) of each."""
+        self.access: dict[str, tuple[str, ...]] = {}
+        self.restricted: dict[str, str] = {}
+        public = []
+        for slug, access, text in notes:
+            self.access[slug] = tuple(access)
+            if self.access[slug]:
+                self.restricted[slug] = compared(note_body(text))
+            else:
+                public.append(compared(note_body(text)))
+        self.public = "\n".join(public)  # a line break is never compared: no run spans two notes
+
+    def quotes(self, asked: Sequence[tuple[str, Sequence[str] | None]]) -> list[Quote | None]:
+        """Per (question, asker groups), the note it quotes most that its asker may not read, or None.
+        An asker without groups may read every note; one pass over the restricted notes serves every
+        question."""
+        runs = {i: _runs(compared(q)) for i, (q, groups) in enumerate(asked) if groups is not None}
+        holders = self._holders(set().union(*runs.values())) if runs else {}
+        out: list[Quote | None] = [None] * len(asked)
+        for i, positions in runs.items():
+            groups = asked[i][1]
+            shared: dict[str, list[int]] = defaultdict(list)
+            for start, run in enumerate(positions):
+                notes = holders.get(run, ())
+                if notes and not any(may_read(groups, self.access[n]) for n in notes):
+                    for note in notes:
+                        shared[note].append(start)
+            if shared:
+                out[i] = max((Quote(n, _longest(starts)) for n, starts in shared.items()), key=_rank)
+        return out
+
+    def _holders(self, wanted: set[str]) -> Mapping[str, tuple[str, ...]]:
+        """Per run of `wanted` that some restricted note holds and no public note does, the
+        restricted notes holding it."""
+        found: dict[str, set[str]] = defaultdict(set)
+        for slug, body in self.restricted.items():
+            for run in _runs(body):
+                if run in wanted:
+                    found[run].add(slug)
+        return {run: tuple(sorted(notes)) for run, notes in found.items() if run not in self.public}
+
+
+def _runs(text: str) -> list[str]:
+    return [text[i : i + MIN_RUN] for i in range(len(text) - MIN_RUN + 1)]
+
+
+def _longest(starts: list[int]) -> int:
+    """The longest stretch covered by runs starting at `starts` (sorted)."""
+    best, first = 0, starts[0]
+    for prev, start in pairwise(starts):
+        if start != prev + 1:
+            best, first = max(best, prev - first + MIN_RUN), start
+    return max(best, starts[-1] - first + MIN_RUN)
+
+
+def _rank(quote: Quote) -> tuple[int, str]:
+    return quote.chars, quote.note
+
+
+def quoting_warnings(questions: Sequence[Question], check: QuoteCheck, source: str) -> list[str]:
+    """One line per question of the questions file `source` that quotes a note its asker may not
+    read, naming the question and the note (never the text they share)."""
+    found = check.quotes([(q.q, q.groups) for q in questions])
+    return [
+        f"{source}: question {q.id} {quote.message(q.groups or ())}; word it from what its asker may read"
+        for q, quote in zip(questions, found)
+        if quote is not None
+    ]
