@@ -22,6 +22,7 @@ from pathlib import Path
 
 import git
 
+from rag_pipeline.lib.core import shown_path
 from rag_pipeline.lib.sources.notes import NotesSourceError
 
 AUTHOR = git.Actor("rag-pipeline corpus", "corpus@rag-pipeline.invalid")
@@ -38,15 +39,6 @@ _builds: dict[tuple[Path, Path], Path] = {}  # temporary builds this process rea
 
 class BundledRepoError(NotesSourceError):
     """The corpus's edits cannot be committed on top of the built repository without losing work."""
-
-
-def shown(path: Path | str) -> str:
-    """`path` as a user typed it here: relative to the working directory when inside it."""
-    path = Path(path).absolute()
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def corpus_stamp(corpus: Path) -> str:
@@ -109,7 +101,7 @@ def ensure_repository(corpus: Path, dest: Path) -> str | None:
     if not (dest / ".git").exists():
         repo = build_repository(corpus, dest)
         return (
-            f"built {shown(dest)} from {shown(corpus)}/: {len(COMMITS)} commits, "
+            f"built {shown_path(dest)} from {shown_path(corpus)}/: {len(COMMITS)} commits, "
             f"head {repo.head.commit.hexsha[:12]}"
         )
     stamp = dest / ".git" / STAMP
@@ -124,7 +116,9 @@ def ensure_repository(corpus: Path, dest: Path) -> str | None:
 def would_sync(corpus: Path, dest: Path) -> str | None:
     """What `ensure_repository` would do, said and done nowhere; it raises as that would."""
     if not (dest / ".git").exists():
-        return f"would build {shown(dest)} from {shown(corpus)}/ (a temporary copy is read meanwhile)"
+        return (
+            f"would build {shown_path(dest)} from {shown_path(corpus)}/ (a temporary copy is read meanwhile)"
+        )
     stamp = dest / ".git" / STAMP
     if stamp.exists() and stamp.read_text() == corpus_stamp(corpus):
         return None
@@ -177,7 +171,7 @@ def corpus_edits(corpus: Path, repo: git.Repo) -> tuple[list[str], dict[str, byt
     """The paths the corpus changed since its last sync that HEAD does not hold yet, and the corpus's
     files. Raises when one of them was changed by a commit of the user's too, or when the working
     tree has uncommitted changes: committing the corpus's edit would overwrite their work."""
-    where = shown(repo.working_tree_dir)
+    where = shown_path(repo.working_tree_dir)
     had = synced_files(repo)
     if not had:
         raise BundledRepoError(
@@ -191,12 +185,12 @@ def corpus_edits(corpus: Path, repo: git.Repo) -> tuple[list[str], dict[str, byt
         return [], want
     if repo.is_dirty(untracked_files=True):
         raise BundledRepoError(
-            f"{where} has uncommitted changes, and {shown(corpus)}/ changed too: commit or discard them "
+            f"{where} has uncommitted changes, and {shown_path(corpus)}/ changed too: commit or discard them "
             f"(`git -C {where} status`), then run again; the corpus's edits are committed on top"
         )
     if mine := [p for p in edits if head.get(p) != had.get(p)]:
         both = "; ".join(
-            f"{p} changed both in {shown(corpus)}/ and in commit "
+            f"{p} changed both in {shown_path(corpus)}/ and in commit "
             f"{repo.git.log('-1', '--format=%h (%s)', 'HEAD', '--', p)} of {where}"
             for p in mine
         )
@@ -228,7 +222,7 @@ def counted(edits: list[str]) -> str:
 
 
 def edited(edits: list[str], corpus: Path) -> str:
-    return f"{counted(edits)} of {shown(corpus)}/"
+    return f"{counted(edits)} of {shown_path(corpus)}/"
 
 
 def listed(paths: list[str]) -> str:
@@ -238,6 +232,6 @@ def listed(paths: list[str]) -> str:
 
 def rebuild(where: str, corpus: Path) -> str:
     return (
-        f"undo the edit in {shown(corpus)}/ and make it in {where} instead, or run `rm -rf {where}` to "
-        f"rebuild it from {shown(corpus)}/ (dropping its own commits)"
+        f"undo the edit in {shown_path(corpus)}/ and make it in {where} instead, or run `rm -rf {where}` to "
+        f"rebuild it from {shown_path(corpus)}/ (dropping its own commits)"
     )
