@@ -205,9 +205,11 @@ def run_embedders(root: AnyPath, specs: Sequence[str]) -> tuple[int, str]:
         rejected = gate_decision(root.parent, decided) if status == REJECTED_EXIT else None
         if rejected is not None:
             print("\n".join([f"== {spec}: the release gate held the new index back", *rejected]))
-        if (status != 0 and rejected is None) or any(NOT_RECORDED in line for line in why):
-            cause = "; ".join(why) or "its output is above"
+        cause = "; ".join(why) or "its output is above"
+        if status != 0 and rejected is None:
             return 1, f"error: the run under {spec} failed (exit {status}): {cause}"
+        if any(NOT_RECORDED in line for line in why):  # the table would compare another experiment
+            return 1, f"error: the run under {spec} recorded no experiment: {cause}"
         runs.append((spec, read_current(root)["id"]))
     return 0, embedders_table(root, runs)
 
