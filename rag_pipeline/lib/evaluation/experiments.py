@@ -219,7 +219,7 @@ def record_experiment(
     it the current experiment; returns its id."""
     settings = experiment_settings(outcomes, provenance, ranking)
     experiment = experiment_id(settings)
-    index = read_index(root)
+    index, current = read_index(root), read_current(root)  # before this experiment's folder is there
     if experiment not in set(index["id"]) or not (root / experiment / OUTCOMES).exists():
         frame = ledger_outcomes(outcomes, questions)
         # the outcomes first, then the row: an id in the index always has them
@@ -246,7 +246,6 @@ def record_experiment(
             else pd.DataFrame([row])
         )
         write_frame(index[INDEX_COLUMNS], root / INDEX)
-    current = read_current(root)
     if current["id"] != experiment:
         write_bytes(json.dumps({"id": experiment, "previous": current["id"]}).encode(), root / CURRENT)
     return experiment
