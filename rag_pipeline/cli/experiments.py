@@ -1,4 +1,4 @@
-"""`python -m rag_pipeline.experiments list|compare|prune|run-embedders`: the experiment ledger.
+"""`python -m rag_pipeline.experiments list|compare|prune|repair|run-embedders`: the experiment ledger.
 
 Every materialization of `evaluation_summary` records its per-question outcomes under an experiment id
 (see `rag_pipeline.lib.evaluation.experiments`), in `$RAG_DATA_DIR/experiments/`.
@@ -9,9 +9,12 @@ Every materialization of `evaluation_summary` records its per-question outcomes 
   A defaults to `previous`, B to `current`; a reference without a configuration takes the other's, and
   when neither names one both take B's best. `--all`: every configuration the two share, Holm-corrected.
 - `prune --keep N`: remove all but the N newest experiments (the current one and the one before it stay).
+- `repair`: rebuild `index.parquet` and `current.json` from the `<id>/` folders (a run does it too).
 - `run-embedders [SPECS]`: build and evaluate the current settings under each embedder of SPECS (or
   RAG_COMPARE_EMBEDDERS) in turn through `python -m rag_pipeline.run`, then one table: configuration by
-  embedder, paired p-values against the first (Holm-corrected).
+  embedder, paired p-values against the first (Holm-corrected). A run the release gate rejected
+  still counts, and the gate's decision is printed; a run that fails stops it with the failure's
+  lines (exit 1).
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from rag_pipeline.cli.release import decision_lines
 from rag_pipeline.lib.core import AnyPath, StorageError, location
 from rag_pipeline.lib.embedding import parse_embedder_spec
 from rag_pipeline.lib.evaluation import LEDGER, UnknownReference, compare, compare_all, to_markdown
-from rag_pipeline.lib.evaluation.experiments import prune, read_current, read_index
+from rag_pipeline.lib.evaluation.experiments import NOT_RECORDED, prune, read_current, read_index
+from rag_pipeline.lib.evaluation.repair import repair
 from rag_pipeline.lib.evaluation.verdict import MEASURE
 from rag_pipeline.lib.evaluation.versus import (
     Comparison,
@@ -40,9 +45,10 @@ from rag_pipeline.lib.evaluation.versus import (
     resolve_pair,
     sentence,
 )
+from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, read_history
 from rag_pipeline.settings import Settings, SettingsError
 
-RUN_OK = (0, 3)  # `rag_pipeline.run`: success, or only the release gate held the index back
+REJECTED_EXIT = 3  # `rag_pipeline.run`: everything ran, and the release gate held the new index back
 
 
 def list_experiments(root: AnyPath, as_json: bool) -> str:
@@ -159,16 +165,51 @@ def embedders_table(root: AnyPath, runs: list[tuple[str, str]]) -> str:
     )
 
 
+def run_shown(spec: str) -> tuple[int, list[str]]:
+    """`python -m rag_pipeline.run` under `spec`, its output passed through as it comes; its exit
+    status and the lines that say why it failed (a failed step, an error, an unrecorded experiment)."""
+    print(f"== {spec}: python -m rag_pipeline.run", flush=True)
+    why = []
+    with subprocess.Popen(
+        [sys.executable, "-m", "rag_pipeline.run"],
+        env=embedder_env(spec, dict(os.environ)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    ) as child:
+        for line in child.stdout:
+            print(line, end="", flush=True)
+            if line.lstrip().startswith(("FAILED", "error:")) or NOT_RECORDED in line:
+                why.append(" ".join(line.split()))
+    return child.returncode, why
+
+
+def gate_decision(data: AnyPath, decided: int) -> list[str] | None:
+    """The release gate's rejection, when it is the newest decision and newer than the `decided`
+    first ones: what exit 3 means; None otherwise (the release step failed some other way)."""
+    history = read_history(data / RELEASE_DIR)
+    if len(history) <= decided or history.iloc[-1]["decision"] != REJECTED:
+        return None
+    return decision_lines(history)
+
+
 def run_embedders(root: AnyPath, specs: Sequence[str]) -> tuple[int, str]:
-    """Build and evaluate under each embedder in turn; (exit status, the table or what failed)."""
+    """Build and evaluate under each embedder in turn; (exit status, the table or what failed). A run
+    the release gate rejected counts (its reports and experiment are fresh), and the gate's decision
+    is printed; any other failure stops the comparison, saying why."""
     runs = []
     for spec in specs:
-        print(f"== {spec}: python -m rag_pipeline.run", flush=True)
-        done = subprocess.run(
-            [sys.executable, "-m", "rag_pipeline.run"], env=embedder_env(spec, dict(os.environ))
-        )
-        if done.returncode not in RUN_OK:
-            return 1, f"error: the run under {spec} failed (exit {done.returncode}); its output is above"
+        decided = len(read_history(root.parent / RELEASE_DIR))
+        status, why = run_shown(spec)
+        rejected = gate_decision(root.parent, decided) if status == REJECTED_EXIT else None
+        if rejected is not None:
+            print("\n".join([f"== {spec}: the release gate held the new index back", *rejected]))
+        cause = "; ".join(why) or "its output is above"
+        if status != 0 and rejected is None:
+            return 1, f"error: the run under {spec} failed (exit {status}): {cause}"
+        if any(NOT_RECORDED in line for line in why):  # the table would compare another experiment
+            return 1, f"error: the run under {spec} recorded no experiment: {cause}"
         runs.append((spec, read_current(root)["id"]))
     return 0, embedders_table(root, runs)
 
@@ -193,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     comparing.add_argument("--json", action="store_true")
     pruning = commands.add_parser("prune", help="remove old experiments")
     pruning.add_argument("--keep", type=int, required=True, help="how many of the newest to keep")
+    commands.add_parser("repair", help="rebuild index.parquet and current.json from the experiment folders")
     embedders = commands.add_parser("run-embedders", help="build and evaluate under several embedders")
     embedders.add_argument(
         "specs", nargs="?", help="backend[:model][@url],... (default: RAG_COMPARE_EMBEDDERS)"
@@ -205,6 +247,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(list_experiments(root, args.json))
         elif args.command == "compare":
             print(compare_command(root, args.a, args.b, args.all, args.json))
+        elif args.command == "repair":
+            said = repair(root)
+            print("\n".join(said) or f"{root}: nothing to repair, the listing matches the experiment folders")
         elif args.command == "prune":
             if args.keep < 0:
                 raise ValueError(f"--keep {args.keep}: give a number of experiments >= 0")

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
+import git
+
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.resources import AnswerResource, DataStore, NotesRepository
 from rag_pipeline.lib.answers import LLMError, reply_texts
@@ -43,12 +45,21 @@ from rag_pipeline.lib.sources import NotesSourceError, resolve_commit
 from rag_pipeline.settings import Settings, SettingsError
 
 
-def indexed_commit(data_dir: str) -> str:
-    """The commit the last `source_notes` build read."""
+def indexed_commit(repo: git.Repo, data_dir: str, given: str | None) -> git.Commit:
+    """The commit `--commit` names (`given`), or else the one the last `source_notes` build read."""
+    if given:
+        return resolve_commit(repo, given, "--commit")
     path = location(data_dir) / lanes.SOURCE_NOTES
     if not path.exists():
         raise FileNotFoundError(f"{path}: no index yet; run `make run` first or pass --commit")
-    return str(read_frame(path, columns=["commit"])["commit"].iloc[0])
+    sha = str(read_frame(path, columns=["commit"])["commit"].iloc[0])
+    try:
+        return repo.commit(sha)
+    except (git.BadName, git.BadObject, ValueError):
+        raise NotesSourceError(
+            f"{path}: the indexed commit {sha[:12]} is not in {repo.working_tree_dir or repo.git_dir} "
+            "(rebuilt since?); run `make run` to index its head, or pass --commit"
+        ) from None
 
 
 def existing_items(source: Path) -> list:
@@ -69,6 +80,9 @@ def existing_items(source: Path) -> list:
 
 def generate(args: argparse.Namespace, settings: Settings) -> int:
     """`gold generate`: write the draft, print what was written and rejected."""
+    for option, n in (("--n", args.n), ("--unauthorized", args.unauthorized)):
+        if n < 0:
+            raise ValueError(f"{option} {n}: give a number of questions, 0 or more")
     source = Path(settings.questions)
     out = Path(args.out) if args.out else source.with_suffix(".generated.json")
     if out.resolve() == source.resolve():
@@ -82,8 +96,7 @@ def generate(args: argparse.Namespace, settings: Settings) -> int:
     items = existing_items(source)
     store = DataStore.from_settings(settings)
     notes_repo = NotesRepository.from_settings(settings, store=store)
-    repo = notes_repo.open()
-    commit = resolve_commit(repo, args.commit or indexed_commit(settings.data_dir))
+    commit = indexed_commit(notes_repo.open(), settings.data_dir, args.commit)
     llm = ask = None
     if args.llm:
         answerer = AnswerResource.from_settings(settings)
@@ -176,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         questions = parse_questions(items, source)
         notes = NotesRepository.from_settings(settings, store=DataStore.from_settings(settings))
         repo = notes.open()
-        indexed = resolve_commit(repo, args.commit or indexed_commit(settings.data_dir)).hexsha
+        indexed = indexed_commit(repo, settings.data_dir, args.commit).hexsha
         statuses, drift = assess(repo, questions, indexed, notes.glob, notes.exclude, source)
     except (OSError, ValueError, QuestionsError, NotesSourceError, SettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -27,17 +27,18 @@ from rag_pipeline.lib.chunking import StrategyError
 from rag_pipeline.lib.core import DirectoryLock
 from rag_pipeline.lib.questions import QuestionsError
 from rag_pipeline.lib.sources import NotesSourceError
-from rag_pipeline.settings import SettingsError
+from rag_pipeline.settings import DEFAULT_DAGSTER_HOME, SettingsError
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
 REJECTED_EXIT = 3  # everything ran and was evaluated, and the release gate held the new index back
 
 
-def sources(defs: dg.Definitions) -> dict[dg.AssetKey, str]:
-    """The versions of the two sources now: the notes head and the questions file's sha256."""
+def sources(defs: dg.Definitions, sync: bool = True) -> dict[dg.AssetKey, str]:
+    """The versions of the two sources now: the notes head and the questions file's sha256 (`sync`:
+    see `observe`)."""
     from rag_pipeline.defs.sources import observe
 
-    return observe(defs.resources["notes_repo"], defs.resources["questions_file"])
+    return observe(defs.resources["notes_repo"], defs.resources["questions_file"], sync)
 
 
 def due(
@@ -49,7 +50,7 @@ def due(
     add (`foreseen`)."""
     from rag_pipeline.defs.automation import foreseen, look, requested
 
-    observed = sources(defs)
+    observed = sources(defs, sync=not plan)  # a plan commits no edit of data/corpus/: it says it would
     if plan:
         return observed, foreseen(defs, instance, observed)
     look(defs, instance, observed)
@@ -122,13 +123,15 @@ def wait_while_busy(instance: dg.DagsterInstance, name: str) -> None:
         time.sleep(1.0)
 
 
-def open_instance() -> dg.DagsterInstance:
-    """`DAGSTER_HOME`'s instance; two processes creating a fresh one at once would race on its
-    sqlite tables, so the creation is done under a lock."""
-    home = os.environ.get("DAGSTER_HOME")
-    if not home:
-        return dg.DagsterInstance.get()  # Dagster's own message says what to set
-    lock = DirectoryLock(Path(home) / ".rag-instance.lock", "instance set-up")
+def open_instance(plan: bool = False) -> dg.DagsterInstance:
+    """`DAGSTER_HOME`'s instance, by default `make run`'s (`DEFAULT_DAGSTER_HOME`); a `plan` before
+    it exists reads an empty one in memory, creating nothing. Two processes creating a fresh one at
+    once would race on its sqlite tables, so the creation is done under a lock."""
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(DEFAULT_DAGSTER_HOME)))
+    if plan and not home.is_dir():
+        return dg.DagsterInstance.ephemeral()
+    home.mkdir(parents=True, exist_ok=True)
+    lock = DirectoryLock(home / ".rag-instance.lock", "instance set-up")
     lock.acquire()
     try:
         return dg.DagsterInstance.get()
@@ -172,7 +175,7 @@ def run(args: list[str]) -> int:
     # every process of the run (a step's, under the multiprocess executor) reads the same files
     os.environ.update(settings.path_variables())
     name = data_dir_name(settings.data_dir)
-    with open_instance() as instance:
+    with open_instance(plan="--plan" in args) as instance:
         # the modules are imported and live as long as the process: the collector need not walk
         # their objects again (docs/assets.md)
         gc.freeze()

@@ -4,10 +4,12 @@ comes last, where a terminal leaves the eye."""
 import json
 import os
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 
 from rag_pipeline.cli.release import decision_lines, live_line
 from rag_pipeline.lib.answers import SHORT_KEY, answer_table
-from rag_pipeline.lib.core import location, read_frame
+from rag_pipeline.lib.core import location, read_frame, shown_path
 from rag_pipeline.lib.evaluation import SHOWN, decided_rows, matrix_table, reference_table, short, to_markdown
 from rag_pipeline.lib.evaluation.markdown import folded_md, key_md, plain
 from rag_pipeline.lib.questions import stale_suggestions
@@ -19,7 +21,7 @@ from rag_pipeline.lib.release import (
     read_current,
     read_history,
 )
-from rag_pipeline.settings import DEFAULT_DATA_DIR
+from rag_pipeline.settings import DEFAULT_DAGSTER_HOME, DEFAULT_DATA_DIR, DEFAULTS, Settings, SettingsError
 
 
 def live_release(data, verified: bool) -> dict | ReleaseError | None:
@@ -55,9 +57,30 @@ def stale_lines(reports) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def next_lines(data, current: dict | ReleaseError | None, verdict: dict) -> list[str]:
+def pointing(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables that point a command at this build rather than `make run`'s: `DAGSTER_HOME` and
+    the path settings that differ from their defaults (`make holdout` sets four)."""
+    home = env.get("DAGSTER_HOME")
+    # DAGSTER_HOME stays absolute: Dagster takes no other
+    found = {"DAGSTER_HOME": home} if home and Path(home).resolve() != DEFAULT_DAGSTER_HOME.resolve() else {}
+    default = DEFAULTS.path_variables()
+    ours = Settings.from_env(env).path_variables().items()
+    return found | {name: shown_path(value) for name, value in ours if default.get(name) != value}
+
+
+def typed(variables: Mapping[str, str], only: tuple[str, ...] | None = None) -> str:
+    """`NAME=value ` for each variable (of `only`), as typed before a command."""
+    return "".join(f"{k}={v} " for k, v in variables.items() if only is None or k in only)
+
+
+def next_lines(
+    data, current: dict | ReleaseError | None, verdict: dict, where: Mapping[str, str] | None = None
+) -> list[str]:
     """What the user got and what to do next: the served run (and whether it is the baseline or the
-    best), an `ask` with a question of their set, the UI, and how to serve the best configuration."""
+    best), an `ask` with a question of their set, the UI, and how to serve the best configuration;
+    each command with the variables `where` (`pointing`) it needs to act on this build: `ask` reads
+    only the data directory."""
+    where = where or {}
     current = None if isinstance(current, ReleaseError) else current
     best = configuration(verdict["best"][0]) if verdict.get("best") else None
     lines = []
@@ -78,17 +101,25 @@ def next_lines(data, current: dict | ReleaseError | None, verdict: dict) -> list
         example = str(public["q"].iloc[0]) if len(public) else None
     lines.append("next:")
     if example:
-        lines.append(f'  .venv/bin/python -m rag_pipeline.ask "{example}"    ask the live index')
+        asking = typed(where, ("RAG_DATA_DIR",))
+        lines.append(f'  {asking}.venv/bin/python -m rag_pipeline.ask "{example}"    ask the live index')
     lines.append(
-        "  make dev    the Dagster UI on http://127.0.0.1:3000 (evaluation_summary holds the report)"
+        f"  {typed(where)}make dev    the Dagster UI on http://127.0.0.1:3000 (evaluation_summary holds the report)"
     )
     if best and current is not None and current["run"] != best:
-        lines.append(f"  RAG_RELEASE_RUN={best} make run    serve the best configuration instead")
+        lines.append(
+            f"  RAG_RELEASE_RUN={best} {typed(where)}make run    serve the best configuration instead"
+        )
     return lines
 
 
 def main(verified: bool = False) -> int:
     """`verified`: every output was checked just now (`make run`), the live tables are not opened again."""
+    try:
+        where = pointing(os.environ)
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     reports = location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR)) / "reports"
     path = reports / "evaluation_summary.parquet"
     if not path.exists():
@@ -133,7 +164,7 @@ def main(verified: bool = False) -> int:
     print(f"\nfull report: {reports / 'report.md'}")
     current = live_release(reports.parent, verified)
     print(release_summary(reports.parent, current))
-    print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict)))
+    print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict, where)))
     print(f"\nVerdict: {plain(verdict['wording'])}")
     return 0
 

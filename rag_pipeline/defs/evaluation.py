@@ -23,6 +23,8 @@ from rag_pipeline.lib.core import (
 )
 from rag_pipeline.lib.evaluation import (
     LEDGER,
+    NOT_RECORDED,
+    REPAIR,
     REPORT_KS,
     Report,
     build_report,
@@ -33,6 +35,7 @@ from rag_pipeline.lib.evaluation import (
     previous_md,
     record_experiment,
     records,
+    repair,
     report_provenance,
     same_chunks,
     strategy_outcomes,
@@ -97,19 +100,28 @@ def load_drawn(path: AnyPath) -> dict[str, tuple[bytes, ...]]:
 
 
 def experiment_entries(
+    log: dg.DagsterLogManager,
     store: DataStore,
     outcomes: pd.DataFrame,
     questions: pd.DataFrame,
     provenance: dict[str, str],
     retrieval: RetrievalResource,
 ) -> dict[str, object]:
-    """Records the evaluation in the experiment ledger (a record: nothing the pipeline computes reads
-    it) and returns the UI's comparison with the experiment built before."""
+    """Records the evaluation in the experiment ledger, its listing repaired first, and returns the
+    UI's comparison with the experiment built before. The ledger is a record nothing the pipeline
+    computes reads: what goes wrong with it is a warning, and the build goes on."""
     root = store.path(LEDGER)
     reranker = f"{retrieval.rerank_protocol}:{retrieval.rerank_model}" if retrieval.rerank_url else ""
     ranking = {"reranker": reranker, "retrieval": dataclasses.asdict(retrieval.settings())}
-    record_experiment(root, outcomes, questions, provenance, ranking)
-    said, markdown = previous_md(root)
+    try:
+        for line in repair(root):
+            log.warning(f"experiment ledger: {line}")
+        record_experiment(root, outcomes, questions, provenance, ranking)
+        said, markdown = previous_md(root)
+    except (OSError, ValueError) as exc:  # an object store's, Arrow's and JSON's errors are among them
+        said = f"{NOT_RECORDED} ({' '.join(str(exc).split())[:300]})"
+        log.warning(f"{said}; the build goes on")
+        markdown = f"{said[0].upper()}{said[1:]}. `{REPAIR}` rebuilds the ledger's listing."
     return {"vs previous experiment": said, "experiments": dg.MetadataValue.md(markdown)}
 
 
@@ -261,7 +273,7 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
                 same,
                 baseline,
                 {"commit": commit[:12], "n_invalid": len(invalid), **gold, **stale_entry(drift)},
-                experiment_entries(store, outcomes, questions, provenance, retrieval),
+                experiment_entries(context.log, store, outcomes, questions, provenance, retrieval),
             ),
             files=[reports / name for name in files],
             kept={"report": str(reports / "report.md"), "computed_from": provenance},

@@ -26,7 +26,9 @@ QUESTIONS_FILE = dg.AssetKey("questions_file")
     description="The commit the configured ref names now.",
     automation_condition=OBSERVE,
 )
-def notes_head(notes_repo: NotesRepository) -> dg.DataVersion:
+def notes_head(context: dg.AssetExecutionContext, notes_repo: NotesRepository) -> dg.DataVersion:
+    if said := notes_repo.sync():  # the edits of data/corpus/ become a commit before the head is read
+        context.log.info(said)
     return dg.DataVersion(notes_repo.head())
 
 
@@ -39,8 +41,14 @@ def questions_file(questions_file: QuestionsFile) -> dg.DataVersion:
     return dg.DataVersion(questions_file.sha256())
 
 
-def observe(notes_repo: NotesRepository, questions: QuestionsFile) -> dict[dg.AssetKey, str]:
-    """What the two observations would record now: the runner and the sensor plan from these."""
+def observe(
+    notes_repo: NotesRepository, questions: QuestionsFile, sync: bool = True
+) -> dict[dg.AssetKey, str]:
+    """What the two observations would record now: the runner and the sensor plan from these. The
+    bundled repository is brought up to date first, and what was done is printed; unless `sync` is
+    false (a plan): then what would be done is printed, and the head as it is is read."""
+    if said := notes_repo.sync(apply=sync):
+        print(said, flush=True)
     return {HEAD: notes_repo.head(), QUESTIONS_FILE: questions.sha256()}
 
 

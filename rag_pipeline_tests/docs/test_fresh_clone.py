@@ -119,6 +119,9 @@ def test_make_holdout(clone: Path):
     shown = make(clone, "holdout")
     assert "\nVerdict: " in shown, shown[-3000:]
     assert (clone / "data" / "build" / "holdout" / "reports" / "evaluation_summary.parquet").exists()
+    # what to do next acts on the held-out build, not the bundled one
+    assert "RAG_DATA_DIR=data/build/holdout .venv/bin/python -m rag_pipeline.ask " in shown
+    assert "RAG_DATA_DIR=data/build/holdout make dev" in shown
 
 
 def free_port() -> int:

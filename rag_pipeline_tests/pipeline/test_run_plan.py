@@ -9,8 +9,8 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from dagster._core.instance.ref import InstanceRef
 
+from rag_pipeline.cli import run
 from rag_pipeline.cli.plan import duration, plan_lines, progress_bar
 from rag_pipeline.cli.progress import Progress
 from rag_pipeline.cli.run import due
@@ -89,8 +89,7 @@ def test_a_plan_runs_nothing_and_the_next_run_runs_what_it_planned(notes_repo, s
 
 @pytest.mark.slow
 def test_the_plan_command_prints_the_plan_and_exits_0_without_a_run(small_env, tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
+    home = tmp_path / "home"  # not made yet: a plan reads an empty instance and makes none
     env = os.environ | small_env | {"DAGSTER_HOME": str(home), "RAG_STRATEGIES": "section"}
     done = subprocess.run(
         [sys.executable, "-m", "rag_pipeline.run", "--plan"],
@@ -102,9 +101,21 @@ def test_the_plan_command_prints_the_plan_and_exits_0_without_a_run(small_env, t
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[0].startswith("stale at ") and lines[-1].startswith("  embed: ") and len(lines) == 3
-    assert not Path(small_env["RAG_DATA_DIR"]).exists()
-    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
-        assert not instance.get_runs()
+    assert not Path(small_env["RAG_DATA_DIR"]).exists() and not home.exists()
+
+
+def test_without_dagster_home_every_cli_takes_make_run_s(tmp_path, monkeypatch):
+    """`DAGSTER_HOME` unset (a command typed as the README has it): the project's data/dagster_home,
+    as the Makefile exports it; a plan before it exists makes nothing."""
+    home = tmp_path / "dagster_home"
+    monkeypatch.setattr(run, "DEFAULT_DAGSTER_HOME", home)
+    monkeypatch.setenv("DAGSTER_HOME", "restored after the test")
+    monkeypatch.delenv("DAGSTER_HOME")
+    with run.open_instance(plan=True) as instance:
+        assert not instance.get_runs() and not home.exists()
+    assert os.environ["DAGSTER_HOME"] == str(home)  # the run's processes read the same one
+    with run.open_instance() as instance:
+        assert instance.root_directory == str(home) and home.is_dir()
 
 
 def test_the_progress_bar_says_how_much_is_done_and_the_time_left():

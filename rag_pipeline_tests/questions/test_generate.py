@@ -193,3 +193,24 @@ def test_the_cli_reads_the_indexed_commit_by_default(bundled, tmp_path, monkeypa
     assert main(["generate"]) == 2
     assert "no index yet; run `make run` first or pass --commit" in capsys.readouterr().err
     assert not Path(tmp_path / "missing.generated.json").exists()
+
+
+def test_generate_names_the_option_that_is_wrong(bundled, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RAG_QUESTIONS", str(tmp_path / "q.json"))
+    monkeypatch.setenv("RAG_NOTES_REPO", bundled.working_tree_dir)
+    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
+    for argv, said in [
+        (["--n", "-1"], "error: --n -1: give a number of questions, 0 or more\n"),
+        (["--unauthorized", "-2"], "error: --unauthorized -2: give a number of questions, 0 or more\n"),
+        (
+            ["--commit", "nosuch"],
+            f"error: --commit=nosuch: names no commit of {bundled.working_tree_dir}; "
+            "set it to a branch, tag or commit there\n",
+        ),
+    ]:
+        assert main(["generate", *argv]) == 2
+        assert capsys.readouterr() == ("", said)
+    assert not (tmp_path / "q.generated.json").exists()
+    monkeypatch.setenv("RAG_QUESTIONS", str(BUNDLED_QUESTIONS))
+    assert main(["status", "--commit", "nosuch"]) == 2
+    assert capsys.readouterr().err.startswith("error: --commit=nosuch: names no commit of ")

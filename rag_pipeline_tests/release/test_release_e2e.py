@@ -69,7 +69,9 @@ def test_release_gate_on_the_bundled_corpus(tmp_path, monkeypatch, capsys):
     assert show_report.main() == 0
     out = capsys.readouterr().out
     assert "served: fixed-1000/dense (the baseline)" in out or "served: fixed-1000/dense (the best" in out
-    assert "next:\n  .venv/bin/python -m rag_pipeline.ask " in out and "make dev" in out
+    # each command acts on this build: its notes, questions and data directory are not make run's
+    assert f"  RAG_DATA_DIR={data} .venv/bin/python -m rag_pipeline.ask " in out
+    assert f"RAG_NOTES_REPO={tmp_path / 'notes'} " in out and f"RAG_DATA_DIR={data} make dev" in out
 
     access = dict(pd.read_parquet(data / "notes" / "source_notes.parquet", columns=["note", "access"]).values)
     for groups in ([], ["sre"], ["payments"]):

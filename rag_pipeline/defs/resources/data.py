@@ -19,7 +19,9 @@ from rag_pipeline.lib.sources import (
     last_changes,
     open_repository,
     read_notes,
+    readable_repository,
     resolve_commit,
+    would_sync,
 )
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO
 
@@ -64,7 +66,7 @@ class NotesRepository(FromSettings):
     """A git repository of Markdown notes, read at one commit from its tree.
 
     `repo` is a local path or a URL (mirrored under the data directory); empty means the
-    bundled corpus, which is built on first use.
+    bundled corpus, which `sync` builds and keeps up to date with `data/corpus/`.
     """
 
     store: dg.ResourceDependency[DataStore]
@@ -74,11 +76,21 @@ class NotesRepository(FromSettings):
     exclude: list[str] = ["_index.md"]
 
     def open(self) -> git.Repo:
-        """The repository (a URL is mirrored and fetched first)."""
-        cache = self.store.local("git")
+        """The repository as it is (a URL is mirrored and fetched first); the bundled one is not
+        brought up to date with `data/corpus/` here (`sync` does that), and before it is built a
+        temporary build is read."""
         if not self.repo:
-            return open_repository(str(ensure_repository(BUNDLED_CORPUS, BUNDLED_REPO)), cache)
-        return open_repository(self.repo, cache)
+            return git.Repo(readable_repository(BUNDLED_CORPUS, BUNDLED_REPO))
+        return open_repository(self.repo, self.store.local("git"))
+
+    def sync(self, apply: bool = True) -> str | None:
+        """The bundled repository built, or the edits of `data/corpus/` committed on top of it; one
+        line saying what was done (with `apply` false: what would be, and nothing is written), None
+        when nothing was (always, for a repository of one's own). A note changed both in the corpus
+        and in a commit of the user's raises `BundledRepoError`, naming it."""
+        if self.repo:
+            return None
+        return (ensure_repository if apply else would_sync)(BUNDLED_CORPUS, BUNDLED_REPO)
 
     def location(self) -> str:
         return self.repo or str(BUNDLED_REPO)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from rag_pipeline.lib.answers.units import Unit
 from rag_pipeline.lib.core import Fence
+from rag_pipeline.lib.core.fingerprint import fingerprint
 
-PROMPT_VERSION = "answer-prompt-v2"  # change it whenever the templates below change; v2: fenced passages
 ABSTAIN = "ANSWER: NONE"
 
 CONTEXT_TEMPLATE = """Answer the question using only the numbered passages below.
@@ -57,3 +57,8 @@ def make_prompt(question_id: str, question: str, units: Sequence[Unit]) -> Promp
     else:  # what the model answers from its own knowledge
         text = CLOSED_BOOK_TEMPLATE.format(abstain=ABSTAIN, question=question)
     return Prompt(str(question_id), question, tuple(units), text)
+
+
+# the templates and the code that fills them, as a digest: part of every answerer's version, so a
+# change to the prompt asks again
+PROMPT_VERSION = f"answer-prompt@{fingerprint([make_prompt])}"

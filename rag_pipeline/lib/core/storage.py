@@ -41,6 +41,12 @@ def as_path(path: str | AnyPath) -> AnyPath:
     return path if isinstance(path, Location) else Path(path)
 
 
+def shown_path(path: str | Path) -> str:
+    """A local path as a user types it here: relative to the working directory when inside it."""
+    path = Path(path).absolute()
+    return path.relative_to(Path.cwd()).as_posix() if path.is_relative_to(Path.cwd()) else str(path)
+
+
 def file_size(path: AnyPath) -> int:
     return path.size() if isinstance(path, Location) else path.stat().st_size
 

@@ -1,6 +1,12 @@
 """Metrics from per-question outcomes, the report's tables, plots and Markdown."""
 
-from rag_pipeline.lib.evaluation.experiments import LEDGER, record_experiment
+from rag_pipeline.lib.evaluation.experiments import (
+    LEDGER,
+    NOT_RECORDED,
+    REPAIR,
+    LedgerError,
+    record_experiment,
+)
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, plain, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
@@ -13,6 +19,7 @@ from rag_pipeline.lib.evaluation.metrics import (
     summarize,
 )
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
+from rag_pipeline.lib.evaluation.repair import repair
 from rag_pipeline.lib.evaluation.report import Report
 from rag_pipeline.lib.evaluation.runs import (
     headline_numbers,
@@ -41,11 +48,14 @@ from rag_pipeline.lib.evaluation.versus import (
 
 __all__ = [
     "LEDGER",
+    "NOT_RECORDED",
+    "REPAIR",
     "REPORT_KS",
     "SHOWN",
     "SOURCES",
     "Comparison",
     "EvidenceSpan",
+    "LedgerError",
     "Report",
     "UnknownReference",
     "access_at",
@@ -75,6 +85,7 @@ __all__ = [
     "records",
     "reference_table",
     "relevant_column",
+    "repair",
     "report_provenance",
     "resolve",
     "same_chunks",

@@ -5,7 +5,11 @@ Under the data directory:
 - `experiments/<id>/outcomes.parquet`: one row per configuration (strategy x retriever) and question:
   first evidence rank, evidence hit at each reported k and within the headline budget, characters
   passed, leaked units, gold status and a digest of the question and its evidence;
+- `experiments/<id>/experiment.json`: its row of the index, so the folder says all about it;
 - `experiments/current.json`: the experiment the reports on disk come from, and the one built before it.
+
+`index.parquet` and `current.json` are derived from the folders: a missing or unreadable one raises
+`LedgerError`, and `repair` (`python -m rag_pipeline.experiments repair`, and every run) rebuilds it.
 
 The id digests what shaped the outcomes (see `experiment_settings`), so a rerun of the same experiment
 writes nothing. A run never deletes an experiment; `prune` does. The ledger is a record, not an input:
@@ -23,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_pipeline.lib.core import AnyPath, read_frame, write_bytes, write_frame
+from rag_pipeline.lib.core import AnyPath, Location, read_frame, write_bytes, write_frame
 from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET, REPORT_KS, chars_matrix, first_ranks_of
 from rag_pipeline.lib.evaluation.verdict import DIGITS
 from rag_pipeline.lib.questions.labels import asker_groups
@@ -31,7 +35,10 @@ from rag_pipeline.lib.questions.labels import asker_groups
 LEDGER = "experiments"
 INDEX = "index.parquet"
 OUTCOMES = "outcomes.parquet"
+RECORD = "experiment.json"
 CURRENT = "current.json"
+REPAIR = "python -m rag_pipeline.experiments repair"
+NOT_RECORDED = "this evaluation was not recorded in the experiment ledger"  # a build's warning
 SCORED = ("ok", "carried")  # the gold statuses under which a question is scored
 HIT = f"hit@{HEADLINE_BUDGET}chars"  # the headline measure, per question
 INDEX_COLUMNS = [
@@ -47,6 +54,14 @@ INDEX_COLUMNS = [
     "best_value",
     "settings",
 ]
+
+
+class LedgerError(ValueError):
+    """`index.parquet` or `current.json` is missing or unreadable while experiments are recorded."""
+
+    def __init__(self, path: AnyPath, problem: str):
+        self.what = f"{path} {problem}"
+        super().__init__(f"{self.what}; `{REPAIR}` rebuilds it from the experiment folders")
 
 
 def experiment_settings(
@@ -138,9 +153,38 @@ def configurations(frame: pd.DataFrame) -> pd.DataFrame:
     return order.sort_values(["rounded", "mrr@10"], ascending=False, kind="stable").drop(columns="rounded")
 
 
+def folder_files(root: AnyPath) -> dict[str, set[str]]:
+    """{experiment id: the names of the files in its folder}, listed at once."""
+    if isinstance(root, Location):
+        found = root.files(recursive=True)
+    else:
+        found = [p for p in root.glob("*/*") if p.is_file()] if root.is_dir() else []
+    folders: dict[str, set[str]] = {}
+    for path in found:
+        parts = str(path)[len(str(root)) + 1 :].split("/")
+        if len(parts) == 2:
+            folders.setdefault(parts[0], set()).add(parts[1])
+    return folders
+
+
+def recorded(root: AnyPath) -> list[str]:
+    """The ids of the experiments whose outcomes are on disk."""
+    return sorted(e for e, names in folder_files(root).items() if OUTCOMES in names)
+
+
 def read_index(root: AnyPath) -> pd.DataFrame:
     path = root / INDEX
-    return read_frame(path) if path.exists() else pd.DataFrame(columns=INDEX_COLUMNS)
+    if not path.exists():
+        if found := recorded(root):
+            raise LedgerError(path, f"is missing, and {len(found)} experiment folder(s) are there")
+        return pd.DataFrame(columns=INDEX_COLUMNS)
+    try:
+        index = read_frame(path)
+    except (OSError, ValueError) as exc:  # Arrow's errors are one or the other
+        raise LedgerError(path, f"cannot be read ({' '.join(str(exc).split())[:120]})") from None
+    if "id" not in index:
+        raise LedgerError(path, "has no `id` column")
+    return index
 
 
 def read_outcomes(root: AnyPath, experiment: str) -> pd.DataFrame:
@@ -150,7 +194,17 @@ def read_outcomes(root: AnyPath, experiment: str) -> pd.DataFrame:
 def read_current(root: AnyPath) -> dict[str, str | None]:
     """{"id": the experiment of the reports on disk, "previous": the one built before it}."""
     path = root / CURRENT
-    return json.loads(path.read_text()) if path.exists() else {"id": None, "previous": None}
+    if not path.exists():
+        if found := recorded(root):
+            raise LedgerError(path, f"is missing, and {len(found)} experiment folder(s) are there")
+        return {"id": None, "previous": None}
+    try:
+        current = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise LedgerError(path, f"cannot be read ({exc})") from None
+    if not isinstance(current, dict) or set(current) != {"id", "previous"}:
+        raise LedgerError(path, 'is not {"id": …, "previous": …}')
+    return current
 
 
 def record_experiment(
@@ -165,10 +219,10 @@ def record_experiment(
     it the current experiment; returns its id."""
     settings = experiment_settings(outcomes, provenance, ranking)
     experiment = experiment_id(settings)
-    index = read_index(root)
+    index, current = read_index(root), read_current(root)  # before this experiment's folder is there
     if experiment not in set(index["id"]) or not (root / experiment / OUTCOMES).exists():
         frame = ledger_outcomes(outcomes, questions)
-        # the outcomes first: an id in the index always has them
+        # the outcomes first, then the row: an id in the index always has them
         write_frame(frame, root / experiment / OUTCOMES)
         best = configurations(frame).head(1)
         row = {
@@ -184,6 +238,7 @@ def record_experiment(
             "best_value": round(float(best["value"].iloc[0]), DIGITS) if len(best) else float("nan"),
             "settings": json.dumps(settings, sort_keys=True, ensure_ascii=False),
         }
+        write_bytes(json.dumps(row, ensure_ascii=False, indent=1).encode(), root / experiment / RECORD)
         others = index[index["id"] != experiment]
         index = (
             pd.concat([others, pd.DataFrame([row])], ignore_index=True)
@@ -191,7 +246,6 @@ def record_experiment(
             else pd.DataFrame([row])
         )
         write_frame(index[INDEX_COLUMNS], root / INDEX)
-    current = read_current(root)
     if current["id"] != experiment:
         write_bytes(json.dumps({"id": experiment, "previous": current["id"]}).encode(), root / CURRENT)
     return experiment
@@ -199,18 +253,19 @@ def record_experiment(
 
 def prune(root: AnyPath, keep: int) -> list[str]:
     """Remove all but the `keep` newest experiments (the current one and the one before it are always
-    kept); returns the ids removed. The index is rewritten first, so an interrupted prune leaves at
-    most an unlisted directory behind."""
+    kept); returns the ids removed. The folders go first: an interrupted prune leaves at most index
+    rows without outcomes, which `repair` drops."""
     index = read_index(root)
     current = read_current(root)
     kept = set(index["id"].iloc[len(index) - keep :] if keep else []) | {current["id"], current["previous"]}
     gone = [e for e in index["id"] if e not in kept]
     if not gone:
         return []
-    write_frame(index[index["id"].isin(kept)].reset_index(drop=True), root / INDEX)
     for experiment in gone:
-        path = root / experiment / OUTCOMES
-        path.unlink(missing_ok=True)
-        if isinstance(path, Path) and path.parent.exists() and not any(path.parent.iterdir()):
-            path.parent.rmdir()  # an object store has no directory to remove
+        for name in (OUTCOMES, RECORD):
+            (root / experiment / name).unlink(missing_ok=True)
+        folder = root / experiment
+        if isinstance(folder, Path) and folder.exists() and not any(folder.iterdir()):
+            folder.rmdir()  # an object store has no directory to remove
+    write_frame(index[index["id"].isin(kept)].reset_index(drop=True), root / INDEX)
     return gone

@@ -236,9 +236,10 @@ def names(a: Side, b: Side) -> tuple[str, str]:
     diff = changed(a.settings, b.settings)
     if a.experiment == b.experiment:
         return a.configuration, b.configuration
-    if "embedding_version" in diff:
+    known = {k: v for k, v in diff.items() if None not in v}  # a recovered row's settings are unknown
+    if "embedding_version" in known:
         return embedder_name(a.settings["embedding_version"]), embedder_name(b.settings["embedding_version"])
-    if "commit" in diff:
+    if "commit" in known:
         return f"commit {a.settings['commit'][:12]}", f"commit {b.settings['commit'][:12]}"
     if len(diff) == 1:
         (key, (va, vb)), *_ = diff.items()

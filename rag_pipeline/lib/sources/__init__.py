@@ -1,6 +1,12 @@
 """Notes read from a git commit tree, their front matter, the cleaning rule, and the bundled corpus."""
 
-from rag_pipeline.lib.sources.bundled_repo import BundledRepoError, build_repository, ensure_repository
+from rag_pipeline.lib.sources.bundled_repo import (
+    BundledRepoError,
+    build_repository,
+    ensure_repository,
+    readable_repository,
+    would_sync,
+)
 from rag_pipeline.lib.sources.cleaning import (
     CLEANER_VERSION,
     HEADING,
@@ -46,7 +52,9 @@ __all__ = [
     "note_title",
     "open_repository",
     "read_notes",
+    "readable_repository",
     "resolve_commit",
     "sections_of",
     "split_front_matter",
+    "would_sync",
 ]

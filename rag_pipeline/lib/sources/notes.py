@@ -172,13 +172,14 @@ def _clone_mirror(location: str, mirror: Path) -> git.Repo:
     return git.Repo(mirror)
 
 
-def resolve_commit(repo: git.Repo, ref: str) -> git.Commit:
+def resolve_commit(repo: git.Repo, ref: str, given: str = "RAG_NOTES_REF") -> git.Commit:
+    """The commit `ref` names; `given`: the variable or option the user gave it by, for the error."""
     try:
         return repo.commit(ref)
     except (git.BadName, git.BadObject, ValueError) as exc:
         where = repo.working_tree_dir or repo.git_dir
         raise NotesSourceError(
-            f"RAG_NOTES_REF={ref}: names no commit of {where}; set it to a branch, tag or commit there"
+            f"{given}={ref}: names no commit of {where}; set it to a branch, tag or commit there"
         ) from exc
 
 
