@@ -1,6 +1,8 @@
 """Notes read from a git commit tree, their front matter, the cleaning rule, and the bundled corpus."""
 
+from rag_pipeline.lib.sources.access import NotesSourceError, access_groups, gives_access
 from rag_pipeline.lib.sources.bundled_repo import BundledRepoError, build_repository, ensure_repository
+from rag_pipeline.lib.sources.cascade import Cascaded, hugo_glob, logical_path
 from rag_pipeline.lib.sources.cleaning import (
     CLEANER_VERSION,
     HEADING,
@@ -9,16 +11,17 @@ from rag_pipeline.lib.sources.cleaning import (
     clean_note,
     sections_of,
 )
-from rag_pipeline.lib.sources.frontmatter import FrontMatterError, note_title, split_front_matter
+from rag_pipeline.lib.sources.frontmatter import FrontMatterError, note_title, split_front_matter, title_of
 from rag_pipeline.lib.sources.notes import (
     READER_VERSION,
-    NotesSourceError,
     SourceNote,
-    access_groups,
+    blob_text,
     is_remote,
     last_changes,
-    note_blobs,
+    note_entries,
+    note_version,
     open_repository,
+    read_cascades,
     read_notes,
     resolve_commit,
 )
@@ -29,24 +32,32 @@ __all__ = [
     "HEADING",
     "READER_VERSION",
     "BundledRepoError",
+    "Cascaded",
     "FrontMatterError",
     "NotesSourceError",
     "Section",
     "SourceNote",
     "access_groups",
+    "blob_text",
     "build_repository",
     "clean_markdown",
     "clean_note",
     "ensure_repository",
+    "gives_access",
     "glob_regex",
+    "hugo_glob",
     "is_remote",
     "last_changes",
-    "note_blobs",
+    "logical_path",
+    "note_entries",
     "note_id",
     "note_title",
+    "note_version",
     "open_repository",
+    "read_cascades",
     "read_notes",
     "resolve_commit",
     "sections_of",
     "split_front_matter",
+    "title_of",
 ]
