@@ -89,8 +89,10 @@ def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         resources=resources,
         kinds=("git", "parquet"),
         deps=[notes_head],
-        description="One row per note at the pinned commit: note (slug), path, commit, blob sha "
-        "(source_version), the last commit that changed it (note_commit), title, raw text, access.",
+        description="One row per note at the pinned commit: note (slug), path, commit, version "
+        "(source_version: the blob sha, with the groups a section cascades), the last commit that changed "
+        "it (note_commit), title, raw text, access, the `_index.md` that cascaded it; first, what the "
+        "commit restricts or deletes is withheld from the live release (`release/revoked.json`).",
     )
     def _source_notes(context: dg.AssetExecutionContext, notes_repo: NotesRepository, store: DataStore):
         commit = notes_repo.head()
