@@ -1,6 +1,7 @@
 """Source stage: the repository head and the questions file as observed, notes read from the pinned
 commit, cleaned text, the located questions."""
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import replace
@@ -15,7 +16,7 @@ from rag_pipeline.defs.lineage import materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.core import content_version, rebuild_by_note
 from rag_pipeline.lib.release import narrow_live
-from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, SourceNote, clean_note
+from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, NotesSourceError, SourceNote, clean_note
 
 SOURCE_FIELDS = [f.name for f in dataclasses.fields(SourceNote)]
 
@@ -97,7 +98,14 @@ def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
     def _source_notes(context: dg.AssetExecutionContext, notes_repo: NotesRepository, store: DataStore):
         commit = notes_repo.head()
         previous = store.previous(lanes.SOURCE_NOTES)
-        notes = notes_repo.read(commit, known_notes(previous))
+        try:
+            notes = notes_repo.read(commit, known_notes(previous))
+        except NotesSourceError:
+            # the commit stops the build: still, what it restricts or deletes leaves the live index
+            # now, and so does every note whose groups cannot be read, until they can
+            with contextlib.suppress(NotesSourceError):  # the repository itself cannot be read
+                withhold(context, store, notes_repo.readable_access(commit), commit)
+            raise
         # first, before anything else of the run can fail: what this commit restricts or deletes
         # leaves the live index now (widening waits for the release)
         withheld = withhold(context, store, {n.note: n.access for n in notes}, commit)
@@ -128,7 +136,10 @@ def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
 
 
 def withhold(
-    context: dg.AssetExecutionContext, store: DataStore, access: Mapping[str, tuple[str, ...]], commit: str
+    context: dg.AssetExecutionContext,
+    store: DataStore,
+    access: Mapping[str, tuple[str, ...] | None],
+    commit: str,
 ) -> int:
     """Narrow the live release to `access` at once (`narrow_live`); a change is said on the `release`
     asset's page too, since this run may never reach it. How many notes live withholds."""

@@ -133,10 +133,9 @@ def leaks(world: World, prompts: list[str]) -> list[str]:
         if asker is None or asker["groups"] is None:
             continue
         for note in world.notes.values():
-            if note.access and not set(note.access) & set(asker["groups"]) and note.marker() in prompt:
-                found.append(
-                    f"question {asker['id']} ({asker['groups']}) was shown {note.slug} ({note.access})"
-                )
+            access = world.access(note)
+            if access and not set(access) & set(asker["groups"]) and note.marker() in prompt:
+                found.append(f"question {asker['id']} ({asker['groups']}) was shown {note.slug} ({access})")
     return found
 
 

@@ -111,7 +111,20 @@ def test_a_deleted_note_is_withheld_from_everyone(small_env, notes_repo, monkeyp
     assert not public_sees_tcp(monkeypatch, capsys, env)
     assert "tcp-handshake" not in live_notes(env, data, None)  # no access rule, still gone
     monkeypatch.setenv("RAG_DATA_DIR", str(data))
-    assert "tcp-handshake (deleted: nobody)" in release_says(capsys)
+    assert "tcp-handshake (nobody)" in release_says(capsys)
+
+
+@pytest.mark.slow
+def test_a_restriction_with_a_typo_stops_the_build_and_withholds_the_note(
+    small_env, notes_repo, monkeypatch, capsys
+):
+    env, instance, data = start(small_env)
+    commit_files(notes_repo, {TCP: restricted(NOTES[TCP]).replace("access:", "acess:")}, "a typo")
+    result = make_run(project_definitions(env), instance)[1]
+    assert failed(result) == ["source_notes"]
+    assert not public_sees_tcp(monkeypatch, capsys, env)
+    assert "tcp-handshake" not in live_notes(env, data, ["sre"])  # whose groups are unknown: nobody's
+    assert "tcp-handshake (nobody)" in release_says(capsys)
 
 
 @pytest.mark.slow

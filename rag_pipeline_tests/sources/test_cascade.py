@@ -8,7 +8,7 @@ import git
 import pytest
 
 from rag_pipeline.lib.questions.history import note_versions
-from rag_pipeline.lib.sources import NotesSourceError, hugo_glob, logical_path, read_notes
+from rag_pipeline.lib.sources import NotesSourceError, hugo_glob, logical_path, read_notes, readable_access
 from rag_pipeline_tests.support.repos import commit_files, make_notes_repo
 
 GLOB = "content/notes/**/index.md"
@@ -183,3 +183,16 @@ def test_hugo_globs(pattern, matches, misses):
 )
 def test_logical_paths(path, logical):
     assert logical_path(path) == logical
+
+
+def test_a_commit_that_stops_the_build_still_says_whose_groups_it_cannot_read(tmp_path):
+    repo = repo_with(tmp_path, {"content/notes/db/_index.md": "---\ncascade: {access: [sre]\n---\n"})
+    commit_files(
+        repo, {"content/notes/net/tcp/index.md": "---\ntitle: TCP\nacess: [sre]\n---\n本文。\n"}, "typo"
+    )
+    commit_files(repo, {"content/notes/misc/ok/index.md": "---\naccess: [hr]\n---\n本文。\n"}, "a good one")
+    with pytest.raises(NotesSourceError):
+        read(repo)
+    # below the broken _index.md, and the note with a typo: unreadable; the others as they are
+    readable = readable_access(repo.head.commit, GLOB, ["_index.md"])
+    assert readable == {"deadlock": None, "vacuum": None, "tcp": None, "ok": ("hr",)}

@@ -78,10 +78,10 @@ def served_access(data_dir: AnyPath, versions: Mapping[str, set[int]]) -> dict[s
 
 
 def narrow_live(
-    data_dir: AnyPath, access: Mapping[str, Sequence[str]], commit: str
+    data_dir: AnyPath, access: Mapping[str, Sequence[str] | None], commit: str
 ) -> tuple[Revocation, bool]:
-    """Withhold from the live release, at once, every note the notes `access` (note -> groups, at
-    source commit `commit`) delete or restrict against what it serves, on top of what is withheld
+    """Withhold from the live release, at once, every note the notes `access` (note -> groups, None
+    where they cannot be read, at source commit `commit`) delete or restrict against what it serves, on top of what is withheld
     from it already (a release replaces the live release, and with it what was withheld). Returns
     the record and whether it changed (it is written only then)."""
     live, versions = served_versions(data_dir)

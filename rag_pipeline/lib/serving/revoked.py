@@ -2,7 +2,7 @@
 from every search of the live release until a release carries the narrowing.
 
 `release/revoked.json` records, per note, the groups that may still read it (`null`: nobody, the
-note is gone) and which live release that narrows; the source step writes it (`rag_pipeline.lib.release.narrow_live`)
+note is gone or its groups cannot be read) and which live release that narrows; the source step writes it (`rag_pipeline.lib.release.narrow_live`)
 as soon as it has read a commit, whatever later fails, and the next release replaces it. Every live
 search (`LiveTable`, `search_rows`) reads it again, so a narrowing reaches a running application at
 once; a record that cannot be read stops the search (fails closed). A note's access only narrows
@@ -49,7 +49,7 @@ class Revocation:
         if not self.notes:
             return ""
         who = [
-            f"{note} ({'deleted: nobody' if still is None else ', '.join(still) + ' only'})"
+            f"{note} ({'nobody' if still is None else ', '.join(still) + ' only'})"
             for note, still in sorted(self.notes.items())
         ]
         return (
@@ -64,13 +64,14 @@ def narrows(served: Sequence[str], now: Sequence[str]) -> bool:
 
 
 def narrowed(
-    served: Mapping[str, set[tuple[str, ...]]], now: Mapping[str, Sequence[str]]
+    served: Mapping[str, set[tuple[str, ...]]], now: Mapping[str, Sequence[str] | None]
 ) -> dict[str, Groups]:
     """Per note the live release serves (with each access list its rows carry), the groups that may
-    still read it when the notes are now `now` (note -> groups): only notes now deleted or narrowed."""
+    still read it when the notes are now `now` (note -> groups; None: unreadable): only notes now
+    deleted, unreadable or narrowed."""
     out: dict[str, Groups] = {}
     for note, lists in served.items():
-        if note not in now:
+        if now.get(note) is None:
             out[note] = None
         elif any(narrows(groups, now[note]) for groups in lists):
             out[note] = tuple(sorted(now[note]))

@@ -23,6 +23,7 @@ from rag_pipeline.lib.sources.notes import (
     open_repository,
     read_cascades,
     read_notes,
+    readable_access,
     resolve_commit,
 )
 from rag_pipeline.lib.sources.paths import glob_regex, note_id
@@ -56,6 +57,7 @@ __all__ = [
     "open_repository",
     "read_cascades",
     "read_notes",
+    "readable_access",
     "resolve_commit",
     "sections_of",
     "split_front_matter",

@@ -196,14 +196,18 @@ def _entry(item: Mapping[Any, Any], at: str, where: str) -> Entry | None:
 class Cascades:
     """The `access` cascades of the `_index.md` files above some notes, by `_index.md` path."""
 
-    def __init__(self, entries: Mapping[str, Sequence[Entry]]):
-        self.entries = entries
+    def __init__(self, entries: Mapping[str, Sequence[Entry] | NotesSourceError]):
+        self.entries = entries  # an `_index.md` that cannot be read: its error
 
     def onto(self, path: str) -> Cascaded | None:
-        """What the closest section whose cascade matches the note at `path` gives it, or None."""
+        """What the closest section whose cascade matches the note at `path` gives it, or None;
+        the error of an `_index.md` above it that cannot be read."""
         logical = logical_path(path)
         for index in sections_above(path):
-            found = {e.groups: e for e in self.entries.get(index, ()) if e.applies(logical)}
+            entries = self.entries.get(index, ())
+            if isinstance(entries, NotesSourceError):
+                raise entries
+            found = {e.groups: e for e in entries if e.applies(logical)}
             if len(found) > 1:
                 named = " and ".join(str(list(g)) for g in sorted(found))
                 raise NotesSourceError(

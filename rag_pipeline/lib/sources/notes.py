@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 import git
 
 from rag_pipeline.lib.sources.access import NotesSourceError, access_groups, gives_access
-from rag_pipeline.lib.sources.cascade import INDEX, Cascaded, Cascades, index_entries, sections_above
+from rag_pipeline.lib.sources.cascade import INDEX, Cascaded, Cascades, Entry, index_entries, sections_above
 from rag_pipeline.lib.sources.frontmatter import FrontMatterError, split_front_matter, title_of
 from rag_pipeline.lib.sources.paths import glob_regex, note_id
 
@@ -145,15 +145,19 @@ def blob_text(commit: git.Commit, path: str, sha: str) -> str:
 
 
 def read_cascades(commit: git.Commit, paths: Sequence[str]) -> Cascades:
-    """The `access` cascades of the `_index.md` files above the notes at `paths` (others are not read)."""
+    """The `access` cascades of the `_index.md` files above the notes at `paths` (others are not
+    read); one that cannot be read is an error raised for the notes below it."""
     above = {index for path in paths for index in sections_above(path)}
-    return Cascades(
-        {
-            path: index_entries(blob_text(commit, path, sha), f"{path} at commit {commit.hexsha[:12]}")
-            for path, sha in note_entries(commit, f"**/{INDEX}", ())
-            if path in above
-        }
-    )
+    found: dict[str, list[Entry] | NotesSourceError] = {}
+    for path, sha in note_entries(commit, f"**/{INDEX}", ()):
+        if path in above:
+            try:
+                found[path] = index_entries(
+                    blob_text(commit, path, sha), f"{path} at commit {commit.hexsha[:12]}"
+                )
+            except NotesSourceError as exc:
+                found[path] = exc
+    return Cascades(found)
 
 
 def reused(
@@ -165,6 +169,23 @@ def reused(
         return replace(hit, cascade=cascaded.source)  # the same groups, maybe from another section
     hit = known.get((path, sha))  # a note that named its own groups, or public then
     return hit if hit is None or hit.access else with_cascade(hit, sha, cascaded)
+
+
+def read_note(
+    commit: git.Commit, path: str, sha: str, cascades: Cascades, known: Mapping[tuple[str, str], SourceNote]
+) -> SourceNote:
+    """The note at `path` (blob `sha`): its title and groups, its own or cascaded (see `read_notes`)."""
+    cascaded = cascades.onto(path)
+    if (hit := reused(known, path, sha, cascaded)) is not None:
+        return replace(hit, commit=commit.hexsha)
+    raw, slug = blob_text(commit, path, sha), note_id(path)
+    try:
+        fields, _ = split_front_matter(raw)
+    except FrontMatterError as exc:
+        raise NotesSourceError(f"{path} at commit {commit.hexsha[:12]}: {exc}") from None
+    access = access_groups(fields, f"{path} at commit {commit.hexsha[:12]}")
+    note = SourceNote(slug, path, commit.hexsha, sha, title_of(fields, slug), raw, access)
+    return note if gives_access(fields) else with_cascade(note, sha, cascaded)
 
 
 def read_notes(
@@ -180,28 +201,33 @@ def read_notes(
     blobs are not read or parsed again (equal path and bytes give an equal note), so a build reads
     what changed."""
     notes: dict[str, SourceNote] = {}
-    known = known or {}
     entries = note_entries(commit, glob, exclude)
     cascades = read_cascades(commit, [path for path, _ in entries])
     for path, sha in entries:
         slug = note_id(path)
         if slug in notes:
             raise NotesSourceError(f"note id {slug!r} is used by two files: {notes[slug].path} and {path}")
-        cascaded = cascades.onto(path)
-        if (hit := reused(known, path, sha, cascaded)) is not None:
-            notes[slug] = replace(hit, commit=commit.hexsha)
-            continue
-        raw = blob_text(commit, path, sha)
-        try:
-            fields, _ = split_front_matter(raw)
-        except FrontMatterError as exc:
-            raise NotesSourceError(f"{path} at commit {commit.hexsha[:12]}: {exc}") from None
-        access = access_groups(fields, f"{path} at commit {commit.hexsha[:12]}")
-        note = SourceNote(slug, path, commit.hexsha, sha, title_of(fields, slug), raw, access)
-        notes[slug] = note if gives_access(fields) else with_cascade(note, sha, cascaded)
+        notes[slug] = read_note(commit, path, sha, cascades, known or {})
     if not notes:
         raise NotesSourceError(f"no file matches {glob!r} at commit {commit.hexsha[:12]}")
     return sorted(notes.values(), key=lambda n: n.note)
+
+
+def readable_access(commit: git.Commit, glob: str, exclude: list[str]) -> dict[str, tuple[str, ...] | None]:
+    """Per note at a commit whose notes stop the build, its groups, or None where they cannot be
+    read (the note, or an `_index.md` above it, does not read; two files share its id): what
+    narrowing the live release needs (`narrow_live`), which withholds those from everyone."""
+    entries = note_entries(commit, glob, exclude)
+    cascades = read_cascades(commit, [path for path, _ in entries])
+    out: dict[str, tuple[str, ...] | None] = {}
+    for path, sha in entries:
+        slug = note_id(path)
+        try:
+            groups = None if slug in out else read_note(commit, path, sha, cascades, {}).access
+        except NotesSourceError:
+            groups = None
+        out[slug] = groups
+    return out
 
 
 def last_changes(repo: git.Repo, commit: str, paths: set[str], since: str | None = None) -> dict[str, str]:
