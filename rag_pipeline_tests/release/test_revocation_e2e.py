@@ -112,6 +112,11 @@ def test_a_deleted_note_is_withheld_from_everyone(small_env, notes_repo, monkeyp
     assert "tcp-handshake" not in live_notes(env, data, None)  # no access rule, still gone
     monkeypatch.setenv("RAG_DATA_DIR", str(data))
     assert "tcp-handshake (nobody)" in release_says(capsys)
+    # a record that cannot be read: no live search, one line
+    (data / "release" / "revoked.json").write_text("{", encoding="utf-8")
+    code, out, err = asked(monkeypatch, capsys, env, ASKED)
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert err.startswith(f"error: {data / 'release' / 'revoked.json'} cannot be read (JSONDecodeError")
 
 
 @pytest.mark.slow

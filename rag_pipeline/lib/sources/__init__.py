@@ -2,7 +2,7 @@
 
 from rag_pipeline.lib.sources.access import NotesSourceError, access_groups, gives_access
 from rag_pipeline.lib.sources.bundled_repo import BundledRepoError, build_repository, ensure_repository
-from rag_pipeline.lib.sources.cascade import Cascaded, hugo_glob, logical_path
+from rag_pipeline.lib.sources.cascade import hugo_glob, logical_path
 from rag_pipeline.lib.sources.cleaning import (
     CLEANER_VERSION,
     HEADING,
@@ -33,7 +33,6 @@ __all__ = [
     "HEADING",
     "READER_VERSION",
     "BundledRepoError",
-    "Cascaded",
     "FrontMatterError",
     "NotesSourceError",
     "Section",
