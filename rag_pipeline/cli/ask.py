@@ -1,6 +1,7 @@
 """`python -m rag_pipeline.ask "QUESTION" [--groups g1,g2] [--k 5] [--strategy S]`: ask the live
 release. Searches the live table of the release run (or of `--strategy`) with the asker's groups as a
-pre-filter (no groups: public notes only), prints the ranked passages and an answer with citations
+pre-filter (no groups: public notes only), without the notes a newer commit restricted or deleted
+since (`release/revoked.json`), prints the ranked passages and an answer with citations
 from the configured `RAG_LLM`. Exits 2 on a bad setting or argument, when nothing is released, the
 configured embedder is not the one the live release was embedded with, or a group is named by no
 note and no question; 1 when the embedding or chat server fails."""
@@ -17,7 +18,7 @@ from rag_pipeline.lib.answers.units import Unit
 from rag_pipeline.lib.core import AnyPath, location, read_frame, unknown_group
 from rag_pipeline.lib.embedding import EmbeddingError
 from rag_pipeline.lib.release import RELEASE_DIR, ReleaseError, read_current, released_table
-from rag_pipeline.lib.serving import search_rows, table_key
+from rag_pipeline.lib.serving import LiveTable, RevokedError, search_rows, table_key
 from rag_pipeline.settings import Settings, SettingsError
 
 COLUMNS = ["chunk_id", "note", "heading_path", "text"]
@@ -103,7 +104,11 @@ def answer(args: argparse.Namespace, settings: Settings) -> int:
         print(f"error: --groups: {problem}", file=sys.stderr)
         return 2
     vector = embedder.embed([args.question], "query")[0]
-    hits = search_rows(table, vector, args.k, groups, COLUMNS).to_pylist()
+    try:  # without what a newer commit narrowed since the release (release/revoked.json)
+        hits = search_rows(LiveTable(table, data_dir), vector, args.k, groups, COLUMNS).to_pylist()
+    except RevokedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     who = f"groups {', '.join(groups)}" if groups else "public notes only"
     print(f"live {strategy} (commit {current['commit'][:12]}, table version {table.version}), {who}:")
     for rank, hit in enumerate(hits, 1):

@@ -1,5 +1,5 @@
-"""`python -m rag_pipeline.release`: the live release (commit, run, recall, when) and the last
-decision with its reasons. Exits 1 when the last decision was a rejection, 2 when nothing was
+"""`python -m rag_pipeline.release`: the live release (commit, run, recall, when), what a newer
+commit withholds from it outside a release, and the last decision with its reasons. Exits 1 when the last decision was a rejection, 2 when nothing was
 decided yet, a setting is bad or `release/current.json` is damaged, so CI can gate on it."""
 
 import os
@@ -7,6 +7,7 @@ import sys
 
 from rag_pipeline.lib.core import location
 from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
+from rag_pipeline.lib.serving import RevokedError, read_revocation
 from rag_pipeline.settings import Settings, SettingsError
 
 
@@ -22,6 +23,15 @@ def live_line(current: dict | None) -> str:
         f"live: commit {current['commit'][:12]}, run {current['run']}, evidence recall@{current['k']} "
         f"{current['recall']:.3f}, released {current['time']} ({tables})"
     )
+
+
+def narrowed_lines(data) -> list[str]:
+    """What live withholds since a newer commit narrowed it (`release/revoked.json`), if anything."""
+    try:
+        summary = read_revocation(data).summary()
+    except RevokedError as exc:
+        return [f"narrowed: error: {exc}"]
+    return [summary] if summary else []
 
 
 def decision_lines(history) -> list[str]:
@@ -54,8 +64,7 @@ def main() -> int:
     except ReleaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(live_line(current))
-    print("\n".join(decision_lines(history)))
+    print("\n".join([live_line(current), *narrowed_lines(data), *decision_lines(history)]))
     return 1 if history.iloc[-1]["decision"] == REJECTED else 0
 
 

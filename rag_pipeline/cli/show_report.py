@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from rag_pipeline.cli.release import decision_lines, live_line
+from rag_pipeline.cli.release import decision_lines, live_line, narrowed_lines
 from rag_pipeline.lib.answers import SHORT_KEY, answer_table
 from rag_pipeline.lib.core import location, read_frame, shown_path
 from rag_pipeline.lib.evaluation import SHOWN, decided_rows, matrix_table, reference_table, short, to_markdown
@@ -40,6 +40,7 @@ def release_summary(data, current: dict | ReleaseError | None) -> str:
     if not len(history):
         return "release: no decision yet"
     lines = [f"live: error: {current}" if isinstance(current, ReleaseError) else live_line(current)]
+    lines += narrowed_lines(data)
     if history.iloc[-1]["decision"] == REJECTED:
         lines += decision_lines(history)
     return "\n".join(lines)

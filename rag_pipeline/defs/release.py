@@ -23,6 +23,7 @@ from rag_pipeline.lib.release import (
     checked_current,
     decide,
     follow_release,
+    narrow_live,
     question_results,
     read_released_questions,
     verify_release,
@@ -191,6 +192,10 @@ def release_asset(
         live = state if decision.decision == RELEASED else current
         if live is not None and (moved := follow_release(store.path(), live)):
             context.log.info(f"tag {LIVE!r} moved to the version current.json names: {', '.join(moved)}")
+        # a release carries every narrowing of its notes: what live still withholds is recomputed
+        source = store.read(lanes.SOURCE_NOTES, columns=["note", "access"])
+        access = {note: tuple(groups) for note, groups in zip(source["note"], source["access"])}
+        revoked, _ = narrow_live(store.path(), access, commit)
         row = {"commit": commit, "run": name, "time": now, **decision_row(decision)}
         history = append_history(release_dir, row)
         context.log.info(f"release: {decision.decision}" + "".join(f"\n  - {r}" for r in decision.reasons))
@@ -203,6 +208,10 @@ def release_asset(
                 f"recall@{k}": decision.recall,
                 "compared": decision.compared,
                 "live_commit": (live or {}).get("commit", ""),
+                "live_withheld": len(revoked.notes),
+                "narrowed": dg.MetadataValue.md(
+                    revoked.summary() or "none: live serves what its release decided"
+                ),
                 "reasons": dg.MetadataValue.md(reasons_md(decision)),
             },
             files=files,

@@ -1,8 +1,10 @@
 """Source stage: the repository head and the questions file as observed, notes read from the pinned
 commit, cleaned text, the located questions."""
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import replace
 
 import dagster as dg
 import pandas as pd
@@ -13,7 +15,8 @@ from rag_pipeline.defs.conditions import OBSERVE
 from rag_pipeline.defs.lineage import materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.core import content_version, rebuild_by_note
-from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, SourceNote, clean_note
+from rag_pipeline.lib.release import narrow_live
+from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, NotesSourceError, SourceNote, clean_note
 
 SOURCE_FIELDS = [f.name for f in dataclasses.fields(SourceNote)]
 
@@ -73,7 +76,7 @@ def note_commits(
 
 
 def known_notes(previous: pd.DataFrame | None) -> dict[tuple[str, str], SourceNote]:
-    """The previous build's notes by (path, blob sha), when the same reader made them."""
+    """The previous build's notes by (path, source_version), when the same reader made them."""
     if (
         previous is None
         or "reader_version" not in previous
@@ -81,10 +84,8 @@ def known_notes(previous: pd.DataFrame | None) -> dict[tuple[str, str], SourceNo
     ):
         return {}
     columns = [previous[f].tolist() for f in SOURCE_FIELDS]  # lists: itertuples over Arrow strings is slow
-    return {
-        (path, version): SourceNote(note, path, commit, version, title, raw, tuple(access))
-        for note, path, commit, version, title, raw, access in zip(*columns)
-    }
+    notes = [SourceNote(*values) for values in zip(*columns)]
+    return {(n.path, n.source_version): replace(n, access=tuple(n.access)) for n in notes}
 
 
 def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
@@ -96,13 +97,25 @@ def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         resources=resources,
         kinds=("git", "parquet"),
         deps=[notes_head],
-        description="One row per note at the pinned commit: note (slug), path, commit, blob sha "
-        "(source_version), the last commit that changed it (note_commit), title, raw text, access.",
+        description="One row per note at the pinned commit: note (slug), path, commit, version "
+        "(source_version: the blob sha, with the groups a section cascades), the last commit that changed "
+        "it (note_commit), title, raw text, access, the `_index.md` that cascaded it; first, what the "
+        "commit restricts or deletes is withheld from the live release (`release/revoked.json`).",
     )
     def _source_notes(context: dg.AssetExecutionContext, notes_repo: NotesRepository, store: DataStore):
         commit = notes_repo.head()
         previous = store.previous(lanes.SOURCE_NOTES)
-        notes = notes_repo.read(commit, known_notes(previous))
+        try:
+            notes = notes_repo.read(commit, known_notes(previous))
+        except NotesSourceError:
+            # the commit stops the build: still, what it restricts or deletes leaves the live index
+            # now, and so does every note whose groups cannot be read, until they can
+            with contextlib.suppress(NotesSourceError):  # the repository itself cannot be read
+                withhold(context, store, notes_repo.readable_access(commit), commit)
+            raise
+        # first, before anything else of the run can fail: what this commit restricts or deletes
+        # leaves the live index now (widening waits for the release)
+        withheld = withhold(context, store, {n.note: n.access for n in notes}, commit)
         frame = pd.DataFrame({f: [getattr(n, f) for n in notes] for f in SOURCE_FIELDS})
         frame["access"] = [list(n.access) for n in notes]
         frame["reader_version"] = READER_VERSION
@@ -120,11 +133,33 @@ def source_notes_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
                 "ref": notes_repo.ref,
                 "notes": len(frame),
                 "raw_chars": int(frame["raw"].str.len().sum()),
+                "notes_cascaded": int((frame["cascade"] != "").sum()),
+                "live_withheld": withheld,
             },
             files=[path],
         )
 
     return _source_notes
+
+
+def withhold(
+    context: dg.AssetExecutionContext,
+    store: DataStore,
+    access: Mapping[str, tuple[str, ...] | None],
+    commit: str,
+) -> int:
+    """Narrow the live release to `access` at once (`narrow_live`); a change is said on the `release`
+    asset's page too, since this run may never reach it. How many notes live withholds."""
+    revoked, changed = narrow_live(store.path(), access, commit)
+    if revoked.notes:
+        context.log.warning(revoked.summary())
+    if changed:
+        summary = (
+            revoked.summary() or "nothing withheld: the live release serves every note as the notes allow"
+        )
+        metadata = {"live_withheld": len(revoked.notes), "narrowed": dg.MetadataValue.md(summary)}
+        context.log_event(dg.AssetObservation(asset_key="release", metadata=metadata))
+    return len(revoked.notes)
 
 
 def cleaned_rows(note: dict) -> list[dict]:

@@ -26,7 +26,7 @@ import pytest
 
 from rag_pipeline.lib.serving import open_live, open_table
 from rag_pipeline_tests.fakes.llm import FakeLLM
-from rag_pipeline_tests.support.runs import make_run, project_definitions
+from rag_pipeline_tests.support.runs import failed, make_run, materialize_all, project_definitions
 from rag_pipeline_tests.support.world import World
 
 # measured, not computed: latencies, and the LanceDB version a table reached by its own history
@@ -115,7 +115,7 @@ def assert_same_release(incremental: Path, scratch: Path, result, where: str) ->
 def live_rows(data: Path, table: str) -> pd.DataFrame:
     rows = (
         open_live(data, table)
-        .search()
+        .table.search()
         .limit(None)
         .select(["chunk_id", "text", "access"])
         .to_arrow()
@@ -123,10 +123,6 @@ def live_rows(data: Path, table: str) -> pd.DataFrame:
     )
     rows["access"] = rows["access"].map(list)
     return rows.sort_values("chunk_id").reset_index(drop=True)
-
-
-def failed(result) -> list[str]:
-    return [e.step_key for e in result.all_events if e.is_step_failure]
 
 
 def leaks(world: World, prompts: list[str]) -> list[str]:
@@ -137,21 +133,10 @@ def leaks(world: World, prompts: list[str]) -> list[str]:
         if asker is None or asker["groups"] is None:
             continue
         for note in world.notes.values():
-            if note.access and not set(note.access) & set(asker["groups"]) and note.marker() in prompt:
-                found.append(
-                    f"question {asker['id']} ({asker['groups']}) was shown {note.slug} ({note.access})"
-                )
+            access = world.access(note)
+            if access and not set(access) & set(asker["groups"]) and note.marker() in prompt:
+                found.append(f"question {asker['id']} ({asker['groups']}) was shown {note.slug} ({access})")
     return found
-
-
-def materialize_all(env: dict[str, str], instance: dg.DagsterInstance) -> None:
-    """What the UI's *Materialize all* does: every asset selected, no automation evaluated."""
-    defs = project_definitions(env)
-    keys = list(defs.resolve_asset_graph().materializable_asset_keys)
-    result = defs.resolve_job_def("index_and_evaluate").execute_in_process(
-        instance=instance, asset_selection=keys, raise_on_error=False
-    )
-    assert result.success or failed(result) == ["release"], failed(result)
 
 
 @pytest.mark.slow

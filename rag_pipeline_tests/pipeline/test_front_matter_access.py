@@ -1,5 +1,5 @@
 """Front matter Hugo accepts restricts a note end to end: a blank line before the fence, JSON front
-matter, `params.access` (YAML and TOML). One small real repository holds one `sre` note per form; one
+matter, `params.access` (YAML and TOML), a section's `cascade`. One small real repository holds one `sre` note per form; one
 `make run` builds, evaluates and releases it; then no chunk, served row, retrieval row, prompt or `ask`
 output shows a restricted note's text to an asker outside `sre`, and the front matter is never text.
 
@@ -24,13 +24,20 @@ FORMS = {
     "JSON": '{"title": "Json", "access": ["sre"]}\n',
     "params.access": "---\ntitle: Params\nparams: {access: [sre]}\n---\n",
     "blank line before +++, [params]": "\n \n+++\ntitle = 'Toml'\n[params]\naccess = ['sre']\n+++\n",
+    "a section's cascade": "---\ntitle: Cascaded\n---\n",  # its groups come from SECTION
 }
-SLUGS = dict(zip(FORMS, ("blank", "json", "params", "toml")))
+SLUGS = dict(zip(FORMS, ("blank", "json", "params", "toml", "cascaded")))
+PATHS = {form: f"content/notes/{slug}/index.md" for form, slug in SLUGS.items()}
+PATHS["a section's cascade"] = "content/notes/section/cascaded/index.md"
+SECTION = {
+    "content/notes/section/_index.md": "---\ntitle: Section\ncascade:\n  params: {access: [sre]}\n---\n"
+}
 TOPICS = {
     "blank": "給与計算バッチの暗号鍵は金庫の三段目にある",
     "json": "障害時の緊急連絡網は夜間当番の私用電話に回る",
     "params": "本番データベースの管理者パスワードは月初に替わる",
     "toml": "監査ログの保管先バケットは別アカウントにある",
+    "cascaded": "人事評価の原本は四階の書庫に保管する",
 }
 
 
@@ -47,7 +54,7 @@ def note_text(form: str) -> str:
 def world(tmp_path_factory):
     """The settings, the data directory and the chat server of one `make run` over the repository."""
     root = tmp_path_factory.mktemp("front-matter")
-    files = {f"content/notes/{SLUGS[form]}/index.md": note_text(form) for form in FORMS}
+    files = {PATHS[form]: note_text(form) for form in FORMS} | SECTION
     files["content/notes/public/index.md"] = (
         "---\ntitle: Public\n---\n公開の手順書はウィキの一覧から辿れる。\n"
     )
@@ -102,7 +109,7 @@ def test_the_note_is_restricted_in_every_output(world, form):
         assert len(mine) and all(list(a) == ["sre"] for a in mine["access"])
         assert not mine["text"].str.contains("access|title", regex=True).any()  # front matter is no text
         assert all(list(a) == ["sre"] for a in chunks.loc[chunks["text"].str.contains(mark), "access"])
-        served = open_live(data, strategy).search().select(["text", "access"]).limit(None).to_pandas()
+        served = open_live(data, strategy).table.search().select(["text", "access"]).limit(None).to_pandas()
         assert all(list(a) == ["sre"] for a in served.loc[served["text"].str.contains(mark), "access"])
         ranked = pd.read_parquet(data / "retrieval" / f"{strategy}.parquet")
         outsiders = ranked[ranked["question_id"] != "1"]

@@ -21,7 +21,7 @@ def test_the_live_version_survives_syncs_that_clean_up_every_other_version(tmp_p
         )
     assert result["version"] > released
 
-    live = open_live(tmp_path, "fixed-1000")
+    live = open_live(tmp_path, "fixed-1000").table
     assert live.version == released
     assert sorted(live.search().select(["chunk_id"]).to_arrow()["chunk_id"].to_pylist()) == sorted(
         first["chunk_id"]
@@ -30,7 +30,7 @@ def test_the_live_version_survives_syncs_that_clean_up_every_other_version(tmp_p
 
     tag_live(open_table(db_dir, "fixed_1000"), result["version"])  # the tag moves
     assert live_version(open_table(db_dir, "fixed_1000")) == result["version"]
-    assert open_live(tmp_path, "fixed-1000").count_rows() == 25
+    assert open_live(tmp_path, "fixed-1000").table.count_rows() == 25
 
 
 def test_open_live_names_what_is_missing(tmp_path):

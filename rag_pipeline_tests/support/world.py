@@ -13,6 +13,7 @@ import git
 from rag_pipeline.lib.serving import open_table
 
 GROUPS = ("sre", "payments")
+SECTION = "team"  # notes may lie in this section, whose `_index.md` may cascade groups onto them
 STRATEGIES = ("fixed-200", "section", "small")
 RETRIEVERS = ("dense", "dense,bm25", "rrf,dense+ctx", "bm25,rrf+ctx+parent")
 WORDS = (
@@ -38,6 +39,7 @@ class Note:
     sentences: list[list[str]]  # per section
     access: list[str] = field(default_factory=list)
     fixed: bool = False  # the notes that keep each group known: never deleted, renamed or opened
+    in_section: bool = False  # under SECTION
 
     def marker(self) -> str:
         return f"mk{self.uid}z"
@@ -64,6 +66,7 @@ class World:
         self.notes: dict[str, Note] = {}
         self.questions: list[dict] = []
         self.uid = 0
+        self.cascade: list[str] = []  # the groups SECTION's `_index.md` cascades
         self.small_size = 150
         self.env = {
             "RAG_NOTES_REPO": str(root / "notes"),
@@ -92,7 +95,11 @@ class World:
         )
 
     def path(self, note: Note) -> str:
-        return f"content/notes/{note.slug}/index.md"
+        return f"content/notes/{SECTION + '/' if note.in_section else ''}{note.slug}/index.md"
+
+    def access(self, note: Note) -> list[str]:
+        """Who may read `note`: its own groups, else those its section cascades."""
+        return note.access or (self.cascade if note.in_section else [])
 
     def save(self, message: str) -> None:
         notes_dir = self.root / "notes" / "content" / "notes"
@@ -101,6 +108,9 @@ class World:
             target = self.root / "notes" / self.path(note)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(note.text(), encoding="utf-8")
+        cascade = f"cascade:\n  params:\n    access: [{', '.join(self.cascade)}]\n" if self.cascade else ""
+        (notes_dir / SECTION).mkdir(parents=True, exist_ok=True)
+        (notes_dir / SECTION / "_index.md").write_text(f"---\ntitle: {SECTION}\n{cascade}---\n")
         self.repo.git.add("-A")
         if self.repo.is_dirty(index=True, untracked_files=True) or not self.repo.head.is_valid():
             actor = git.Actor("test", "test@example.invalid")
@@ -161,6 +171,16 @@ class World:
         note = self.rng.choice(self.free())
         note.access = [] if note.access else [self.rng.choice(GROUPS)]
         return f"access of {note.slug}: {note.access or 'public'}"
+
+    def change_section(self) -> str:
+        """A free note moved into SECTION, or the groups its `_index.md` cascades changed."""
+        outside = [n for n in self.free() if not n.in_section]
+        if outside and self.rng.random() < 0.5:
+            note = self.rng.choice(outside)
+            note.in_section = True
+            return f"move note {note.slug} into {SECTION}"
+        self.cascade = [] if self.cascade else [self.rng.choice(GROUPS)]
+        return f"cascade of {SECTION}: {self.cascade or 'none'}"
 
     def add_question(self) -> str:
         note = self.rng.choice(list(self.notes.values()))
@@ -257,6 +277,7 @@ class World:
             self.delete_note: 1,
             self.rename_note: 1,
             self.toggle_access: 2,
+            self.change_section: 2,
             self.add_question: 2,
             self.edit_questions: 2,
             self.change_setting: 3,

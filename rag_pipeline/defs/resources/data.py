@@ -19,6 +19,7 @@ from rag_pipeline.lib.sources import (
     last_changes,
     open_repository,
     read_notes,
+    readable_access,
     readable_repository,
     resolve_commit,
     would_sync,
@@ -109,6 +110,10 @@ class NotesRepository(FromSettings):
     ) -> list[SourceNote]:
         """The notes at `commit`; those in `known` (path, blob sha) are not read again (`read_notes`)."""
         return read_notes(resolve_commit(self.open(), commit), self.glob, self.exclude, known)
+
+    def readable_access(self, commit: str) -> dict[str, tuple[str, ...] | None]:
+        """Per note at `commit`, its groups, None where they cannot be read (`sources.readable_access`)."""
+        return readable_access(resolve_commit(self.open(), commit), self.glob, self.exclude)
 
     def last_changes(self, commit: str, paths: set[str], since: str | None) -> dict[str, str]:
         """Per path, the newest commit at or before `commit` that changed it (`sources.last_changes`)."""

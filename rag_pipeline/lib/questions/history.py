@@ -16,11 +16,16 @@ from rag_pipeline.lib.questions.status import GoldStatus, NoteVersion, drift_fra
 from rag_pipeline.lib.sources import (
     FrontMatterError,
     NotesSourceError,
+    blob_text,
     clean_note,
-    note_blobs,
+    gives_access,
+    note_entries,
     note_id,
-    note_title,
+    note_version,
+    read_cascades,
     resolve_commit,
+    split_front_matter,
+    title_of,
 )
 
 
@@ -49,20 +54,26 @@ def resolve_label_commits(repo: git.Repo, questions: Sequence[Question], source:
 def note_versions(
     commit: git.Commit, glob: str, exclude: Sequence[str], slugs: Iterable[str] | None = None
 ) -> dict[str, NoteVersion]:
-    """The notes at `commit` by slug (only `slugs` when given), each with its cleaned text."""
+    """The notes at `commit` by slug (only `slugs` when given), each with its version (as
+    `read_notes` gives it: with what a section cascades onto it) and its cleaned text."""
     wanted = None if slugs is None else set(slugs)
+    entries = [
+        (path, sha)
+        for path, sha in note_entries(commit, glob, exclude)
+        if wanted is None or note_id(path) in wanted
+    ]
+    cascades = read_cascades(commit, [path for path, _ in entries])
     out: dict[str, NoteVersion] = {}
-    for blob in note_blobs(commit, glob, exclude):
-        slug = note_id(blob.path)
-        if wanted is not None and slug not in wanted:
-            continue
-        where = f"{blob.path} at commit {commit.hexsha[:12]}"
+    for path, sha in entries:
+        slug = note_id(path)
+        raw = blob_text(commit, path, sha)
         try:
-            raw = blob.data_stream.read().decode("utf-8")
-            text = clean_note(raw, note_title(raw, slug)).text
-        except (UnicodeDecodeError, FrontMatterError) as exc:
-            raise NotesSourceError(f"{where}: {exc}") from None
-        out[slug] = NoteVersion(blob.path, blob.hexsha, text)
+            fields, _ = split_front_matter(raw)
+            text = clean_note(raw, title_of(fields, slug)).text
+        except FrontMatterError as exc:
+            raise NotesSourceError(f"{path} at commit {commit.hexsha[:12]}: {exc}") from None
+        cascaded = None if gives_access(fields) else cascades.onto(path)
+        out[slug] = NoteVersion(path, note_version(sha, cascaded), text)
     return out
 
 

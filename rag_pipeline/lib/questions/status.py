@@ -33,7 +33,7 @@ STATUSES = ("ok", "carried", "stale", "invalid")  # best to worst
 
 @dataclass(frozen=True)
 class NoteVersion:
-    """A note at one commit: its path, blob sha and cleaned text."""
+    """A note at one commit: its path, version (`SourceNote.source_version`) and cleaned text."""
 
     path: str
     blob: str

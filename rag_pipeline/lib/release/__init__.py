@@ -15,7 +15,6 @@ from rag_pipeline.lib.release.ledger import (
     CURRENT_KEYS,
     HISTORY,
     QUESTIONS,
-    RELEASE_DIR,
     ReleaseError,
     append_history,
     read_current,
@@ -30,6 +29,8 @@ from rag_pipeline.lib.release.live import (
     released_table,
     verify_release,
 )
+from rag_pipeline.lib.release.narrow import narrow_live
+from rag_pipeline.lib.serving import RELEASE_DIR
 
 __all__ = [
     "CURRENT",
@@ -48,6 +49,7 @@ __all__ = [
     "found",
     "label_key",
     "live_tables",
+    "narrow_live",
     "question_results",
     "read_current",
     "read_history",

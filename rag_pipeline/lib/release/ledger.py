@@ -13,7 +13,6 @@ import pyarrow as pa
 from rag_pipeline.lib.core import AnyPath, read_frame, write_bytes, write_table
 from rag_pipeline.lib.release.gate import RELEASED
 
-RELEASE_DIR = "release"  # under the data directory
 CURRENT, HISTORY, QUESTIONS = "current.json", "history.parquet", "questions.parquet"
 AGAIN = "run `make run` to release again"
 # current.json's keys and the JSON types of their values

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rag_pipeline.lib.core import AnyPath
-from rag_pipeline.lib.release.ledger import AGAIN, CURRENT, RELEASE_DIR, ReleaseError, read_current
-from rag_pipeline.lib.serving import DB_DIR, live_version, open_table, tag_live
+from rag_pipeline.lib.release.ledger import AGAIN, CURRENT, ReleaseError, read_current
+from rag_pipeline.lib.serving import DB_DIR, RELEASE_DIR, live_version, open_table, tag_live
 
 if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
     import lancedb

@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from rag_pipeline.lib.core import AnyPath, as_path
+from rag_pipeline.lib.core import AnyPath, location
+from rag_pipeline.lib.serving.revoked import LiveTable
 from rag_pipeline.lib.serving.search import open_table
 
 if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
@@ -59,9 +60,11 @@ class NotReleased(LookupError):
     """No release has tagged the table `live` yet."""
 
 
-def open_live(data_dir: str | AnyPath, strategy: str) -> lancedb.table.Table:
-    """The strategy's served table checked out at its `live` version, for applications."""
-    db_dir = as_path(data_dir) / DB_DIR
+def open_live(data_dir: str | AnyPath, strategy: str) -> LiveTable:
+    """The strategy's served table checked out at its `live` version, for applications: search it
+    with `search_rows`, which leaves out the notes a narrowing since the release withholds."""
+    root = location(data_dir) if isinstance(data_dir, str) else data_dir  # a string may be s3://
+    db_dir = root / DB_DIR
     try:
         table = open_table(db_dir, table_key(strategy))
     except ValueError:  # LanceDB's "table not found"
@@ -70,4 +73,4 @@ def open_live(data_dir: str | AnyPath, strategy: str) -> lancedb.table.Table:
     if version is None:
         raise NotReleased(f"{db_dir}/{table_key(strategy)}.lance: no version is tagged {LIVE!r} yet")
     table.checkout(version)
-    return table
+    return LiveTable(table, root)

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.lib.core import AnyPath, storage_options
+from rag_pipeline.lib.serving.revoked import LiveTable
 
 if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
     import lancedb
@@ -85,15 +86,20 @@ def open_table(db_dir: str | AnyPath, table_name: str) -> lancedb.table.Table:
     return connect(db_dir, timedelta(seconds=5)).open_table(table_name)
 
 
-def access_filter(groups: Sequence[str] | None) -> str | None:
-    """SQL keeping the rows a reader in `groups` may see: public ones and those sharing a group."""
-    if groups is None:
-        return None
-    public = "array_length(access) = 0"
-    if not groups:
-        return public
-    quoted = ", ".join("'" + g.replace("'", "''") + "'" for g in groups)
-    return f"({public} OR array_has_any(access, make_array({quoted})))"
+def _quoted(values: Sequence[str]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+def access_filter(groups: Sequence[str] | None, withheld: Sequence[str] = ()) -> str | None:
+    """SQL keeping the rows a reader in `groups` may see: public ones and those sharing a group,
+    but for the notes `withheld` (see `revoked`)."""
+    rules = [f"note NOT IN ({_quoted(withheld)})"] if withheld else []
+    if groups is not None:
+        public = "array_length(access) = 0"
+        rules.append(
+            f"({public} OR array_has_any(access, make_array({_quoted(groups)})))" if groups else public
+        )
+    return " AND ".join(rules) or None
 
 
 def vector_index(table: lancedb.table.Table) -> lancedb.index.IndexConfig | None:
@@ -129,7 +135,7 @@ def search(
 
 
 def search_rows(
-    table: lancedb.table.Table,
+    table: lancedb.table.Table | LiveTable,
     query_vector: np.ndarray,
     k: int,
     groups: Sequence[str] | None,
@@ -139,8 +145,12 @@ def search_rows(
     exact: bool = False,
     ann: AnnConfig = DEFAULT_ANN,
 ) -> pa.Table:
-    """One query's top-k readable rows (see `search`): `columns` and `_distance`, nearest first."""
-    where = access_filter(groups)
+    """One query's top-k readable rows (see `search`): `columns` and `_distance`, nearest first. A
+    `LiveTable` (`open_live`) leaves out what a narrowing since its release withholds from `groups`."""
+    withheld = []
+    if isinstance(table, LiveTable):
+        table, withheld = table.table, table.withheld(groups)
+    where = access_filter(groups, withheld)
     query = table.search(np.asarray(query_vector, dtype=np.float32)).distance_type("cosine")
     query = query.select([*columns, "_distance"]).limit(k)
     if where is not None:

@@ -8,21 +8,17 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import git
 
-from rag_pipeline.lib.core import edit_distance
 from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.sources.access import NotesSourceError, access_groups, gives_access
+from rag_pipeline.lib.sources.cascade import INDEX, Cascaded, Cascades, Entry, index_entries, sections_above
 from rag_pipeline.lib.sources.frontmatter import FrontMatterError, split_front_matter, title_of
 from rag_pipeline.lib.sources.paths import glob_regex, note_id
-
-
-class NotesSourceError(ValueError):
-    """The notes repository, ref or a note in it cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -30,93 +26,29 @@ class SourceNote:
     note: str
     path: str
     commit: str
-    source_version: str  # the note's blob sha: changes exactly when its bytes change
+    # the note's blob sha, or when a section cascades its access, a digest of both: it changes
+    # exactly when its bytes or the groups cascaded onto it change
+    source_version: str
     title: str
     raw: str
     access: tuple[str, ...] = ()  # the groups that may read the note; empty: public
+    cascade: str = ""  # the `_index.md` whose `cascade` gave `access`; empty: the note's own front matter
 
 
-# Keys within `NEAR` edits of `access` that are words of their own, read as unrelated fields. Any
-# other key this close, anywhere in the front matter, is taken for a misspelt or misplaced `access`
-# and stops the build: a typo must never leave a note public.
-UNRELATED_KEYS = frozenset({"accent", "accept", "excess", "success"})
-NEAR = 2
-_READ_AT = ("", "params")  # where `access` is read: the top level and Hugo's custom fields
+def note_version(sha: str, cascaded: Cascaded | None) -> str:
+    """The version of a note whose blob is `sha` and onto which a section cascades `cascaded`."""
+    if cascaded is None:
+        return sha
+    return hashlib.sha256(f"{sha}\0{','.join(cascaded.groups)}".encode()).hexdigest()[:40]
 
 
-def access_groups(fields: Mapping[Any, Any], where: str) -> tuple[str, ...]:
-    """The groups a note's front matter `fields` give it; empty (public) only when no `access` is given.
-
-    Fails closed: markup that could be meant to restrict a note is an error naming it, never read
-    as public. Read: `access` at the top level and under `params` (where Hugo keeps custom fields;
-    both given, they must name the same groups), as `access: sre`, `access: sre, payments` (split
-    at commas) or `access: [sre, payments]`. Rejected: a key within `NEAR` edits of `access` (any
-    case, at any depth) other than those two and `UNRELATED_KEYS`, an empty value (`access:`,
-    `access: ""`, `access: []`), an empty group name, anything but strings, `params` that is not a
-    mapping."""
-    _near_keys(fields, "", where)
-    params = fields.get("params")
-    if params is not None and not isinstance(params, Mapping):
-        raise NotesSourceError(
-            f"{where}: `params` must be a mapping of fields, got {params!r}; write `params: {{access: [sre]}}`"
-        )
-    top = _groups(fields, "access", where)
-    nested = _groups(params or {}, "params.access", where)
-    if top is not None and nested is not None and top != nested:
-        raise NotesSourceError(
-            f"{where}: `access` {list(top)} and `params.access` {list(nested)} name different groups; "
-            "give the groups once"
-        )
-    return top or nested or ()
-
-
-def _near_keys(value: Any, path: str, where: str) -> None:
-    """Raise on the first key, at any depth, that reads like `access` but is not read as it."""
-    if isinstance(value, list):
-        for i, inner in enumerate(value):
-            _near_keys(inner, f"{path}[{i}]", where)
-    elif isinstance(value, Mapping):
-        for key, inner in value.items():
-            name = f"{path}.{key}" if path else str(key)
-            hint = _misread(key, path)
-            if hint:
-                raise NotesSourceError(f"{where}: front matter key {name!r} is not read; {hint}")
-            _near_keys(inner, name, where)
-
-
-def _misread(key: Any, path: str) -> str | None:
-    """What to write instead of `key` (found under `path`) when it reads like `access`; else None."""
-    folded = key.strip().lower() if isinstance(key, str) else ""
-    if (key == "access" and path in _READ_AT) or folded in UNRELATED_KEYS:
-        return None
-    if edit_distance(folded, "access") > NEAR:
-        return None
-    if path not in _READ_AT:
-        return "groups are read only from `access` at the top level or under `params`"
-    if key.lower() == "access":
-        return "write `access` (lower case)"
-    return "did you mean `access`? (a key this close to `access` stops the build, so that a typo never leaves a note public)"
-
-
-def _groups(fields: Mapping[Any, Any], name: str, where: str) -> tuple[str, ...] | None:
-    """The groups `fields["access"]` names (None when absent), `name` being how the note spells it."""
-    if "access" not in fields:
-        return None
-    value = fields["access"]
-    if value is None or value == [] or (isinstance(value, str) and not value.strip()):
-        raise NotesSourceError(
-            f"{where}: `{name}` is empty ({value!r}); a public note omits the key, "
-            "a restricted one lists its groups (`access: [sre]`)"
-        )
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(n, str) for n in items):
-        raise NotesSourceError(
-            f"{where}: `{name}` must be a group name or a list of group names, got {value!r}"
-        )
-    names = [part.strip() for item in items for part in item.split(",")]
-    if not all(names):
-        raise NotesSourceError(f"{where}: `{name}` holds an empty group name: {value!r}")
-    return tuple(sorted(set(names)))
+def with_cascade(note: SourceNote, sha: str, cascaded: Cascaded | None) -> SourceNote:
+    """`note`, which names no groups itself, with the groups `cascaded` gives it."""
+    if cascaded is None:
+        return note
+    return replace(
+        note, access=cascaded.groups, source_version=note_version(sha, cascaded), cascade=cascaded.source
+    )
 
 
 _REMOTE = re.compile(r"[a-z][a-z0-9+.-]*://|[^/:]+@[^/:]+:", re.IGNORECASE)
@@ -203,10 +135,55 @@ def note_entries(commit: git.Commit, glob: str, exclude: Sequence[str]) -> list[
     return entries
 
 
-def note_blobs(commit: git.Commit, glob: str, exclude: Sequence[str]) -> Iterator[git.Blob]:
-    """The blobs of `note_entries`."""
-    for path, sha in note_entries(commit, glob, exclude):
-        yield git.Blob(commit.repo, bytes.fromhex(sha), path=path)
+def blob_text(commit: git.Commit, path: str, sha: str) -> str:
+    try:
+        return commit.repo.odb.stream(bytes.fromhex(sha)).read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotesSourceError(f"{path} at commit {commit.hexsha[:12]}: not UTF-8 ({exc})") from exc
+
+
+def read_cascades(commit: git.Commit, paths: Sequence[str]) -> Cascades:
+    """The `access` cascades of the `_index.md` files above the notes at `paths` (others are not
+    read); one that cannot be read is an error raised for the notes below it."""
+    above = {index for path in paths for index in sections_above(path)}
+    found: dict[str, list[Entry] | NotesSourceError] = {}
+    for path, sha in note_entries(commit, f"**/{INDEX}", ()):
+        if path in above:
+            try:
+                found[path] = index_entries(
+                    blob_text(commit, path, sha), f"{path} at commit {commit.hexsha[:12]}"
+                )
+            except NotesSourceError as exc:
+                found[path] = exc
+    return Cascades(found)
+
+
+def reused(
+    known: Mapping[tuple[str, str], SourceNote], path: str, sha: str, cascaded: Cascaded | None
+) -> SourceNote | None:
+    """The note at `path`, blob `sha`, as read before (`known`, by path and version) with what is
+    cascaded onto it now; None when it must be read."""
+    if cascaded is not None and (hit := known.get((path, note_version(sha, cascaded)))):
+        return replace(hit, cascade=cascaded.source)  # the same groups, maybe from another section
+    hit = known.get((path, sha))  # a note that named its own groups, or public then
+    return hit if hit is None or hit.access else with_cascade(hit, sha, cascaded)
+
+
+def read_note(
+    commit: git.Commit, path: str, sha: str, cascades: Cascades, known: Mapping[tuple[str, str], SourceNote]
+) -> SourceNote:
+    """The note at `path` (blob `sha`): its title and groups, its own or cascaded (see `read_notes`)."""
+    cascaded = cascades.onto(path)
+    if (hit := reused(known, path, sha, cascaded)) is not None:
+        return replace(hit, commit=commit.hexsha)
+    raw, slug = blob_text(commit, path, sha), note_id(path)
+    try:
+        fields, _ = split_front_matter(raw)
+    except FrontMatterError as exc:
+        raise NotesSourceError(f"{path} at commit {commit.hexsha[:12]}: {exc}") from None
+    access = access_groups(fields, f"{path} at commit {commit.hexsha[:12]}")
+    note = SourceNote(slug, path, commit.hexsha, sha, title_of(fields, slug), raw, access)
+    return note if gives_access(fields) else with_cascade(note, sha, cascaded)
 
 
 def read_notes(
@@ -215,33 +192,40 @@ def read_notes(
     exclude: list[str],
     known: Mapping[tuple[str, str], SourceNote] | None = None,
 ) -> list[SourceNote]:
-    """Every note `note_entries` finds, with its title and access groups from the front matter.
+    """Every note `note_entries` finds, with its title and access groups: its own front matter's,
+    else those a section's `_index.md` cascades onto it (`cascade.py`).
 
-    `known` holds notes read before by this same reader, keyed by (path, blob sha): their blobs are
-    not read or parsed again (equal path and bytes give an equal note), so a build reads what changed."""
+    `known` holds notes read before by this same reader, keyed by (path, source_version): their
+    blobs are not read or parsed again (equal path and bytes give an equal note), so a build reads
+    what changed."""
     notes: dict[str, SourceNote] = {}
-    known = known or {}
-    for path, sha in note_entries(commit, glob, exclude):
+    entries = note_entries(commit, glob, exclude)
+    cascades = read_cascades(commit, [path for path, _ in entries])
+    for path, sha in entries:
         slug = note_id(path)
         if slug in notes:
             raise NotesSourceError(f"note id {slug!r} is used by two files: {notes[slug].path} and {path}")
-        if (path, sha) in known:
-            notes[slug] = replace(known[path, sha], commit=commit.hexsha)
-            continue
-        try:
-            raw = commit.repo.odb.stream(bytes.fromhex(sha)).read().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise NotesSourceError(f"{path} at {commit.hexsha[:12]}: not UTF-8 ({exc})") from exc
-        try:
-            fields, _ = split_front_matter(raw)
-        except FrontMatterError as exc:
-            raise NotesSourceError(f"{path} at commit {commit.hexsha[:12]}: {exc}") from None
-        title = title_of(fields, slug)
-        access = access_groups(fields, f"{path} at commit {commit.hexsha[:12]}")
-        notes[slug] = SourceNote(slug, path, commit.hexsha, sha, title, raw, access)
+        notes[slug] = read_note(commit, path, sha, cascades, known or {})
     if not notes:
         raise NotesSourceError(f"no file matches {glob!r} at commit {commit.hexsha[:12]}")
     return sorted(notes.values(), key=lambda n: n.note)
+
+
+def readable_access(commit: git.Commit, glob: str, exclude: list[str]) -> dict[str, tuple[str, ...] | None]:
+    """Per note at a commit whose notes stop the build, its groups, or None where they cannot be
+    read (the note, or an `_index.md` above it, does not read; two files share its id): what
+    narrowing the live release needs (`narrow_live`), which withholds those from everyone."""
+    entries = note_entries(commit, glob, exclude)
+    cascades = read_cascades(commit, [path for path, _ in entries])
+    out: dict[str, tuple[str, ...] | None] = {}
+    for path, sha in entries:
+        slug = note_id(path)
+        try:
+            groups = None if slug in out else read_note(commit, path, sha, cascades, {}).access
+        except NotesSourceError:
+            groups = None
+        out[slug] = groups
+    return out
 
 
 def last_changes(repo: git.Repo, commit: str, paths: set[str], since: str | None = None) -> dict[str, str]:
