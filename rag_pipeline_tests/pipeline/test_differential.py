@@ -6,13 +6,21 @@ exactly as a fresh build of the same state gives them, in one run; the release m
 candidate (and, when it releases, serve the same rows as live), and no prompt that reaches the chat
 server may hold text of a note its asker may not read.
 
-CI runs 24 steps of one seed. A longer sequence on demand (a failure prints the seed and the step):
-    RAG_DIFF_SEED=7 RAG_DIFF_STEPS=200 .venv/bin/python -m pytest rag_pipeline_tests/pipeline/test_differential.py
+A step may first run `make run` with a fault injected at a random point (`support/faults.py`: a step
+that raises, a full disk, the chat server down, `kill -9` of the run): then `ask` for a public asker
+must show no text of a note restricted now, and, the fault taken away, the next `make run` must leave
+everything as a fresh build does.
+
+CI runs 24 steps of one seed, about one in three with a fault. A longer sequence on demand (a failure
+prints the seed and the step):
+    RAG_DIFF_SEED=7 RAG_DIFF_STEPS=200 RAG_DIFF_FAULTS=0.5 .venv/bin/python -m pytest rag_pipeline_tests/pipeline/test_differential.py
 The chat server is a protocol stand-in on 127.0.0.1 (no LLM installs here): see fakes/llm.py.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import random
@@ -24,10 +32,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from rag_pipeline.cli import ask
 from rag_pipeline.lib.serving import open_live, open_table
 from rag_pipeline_tests.fakes.llm import FakeLLM
+from rag_pipeline_tests.support.faults import FOLDERS, KINDS, failing_writes, killed_run, outage
 from rag_pipeline_tests.support.runs import failed, make_run, materialize_all, project_definitions
-from rag_pipeline_tests.support.world import World
+from rag_pipeline_tests.support.world import WORDS, World
 
 # measured, not computed: latencies, and the LanceDB version a table reached by its own history
 MEASURED = {
@@ -46,6 +56,7 @@ FORCED = {3: World.damage_output, 6: World.duplicate_served_row}
 # and a run `make run` never evaluated (the UI's *Materialize all*) just before a change: Dagster's
 # edge-triggered conditions lost such a change (the assets' own updates reset them)
 UI_RUN_BEFORE = 9
+FAULTS = float(os.environ.get("RAG_DIFF_FAULTS", "0.35"))  # the share of steps with a fault first
 
 
 def frame(path: Path) -> tuple[pd.DataFrame, dict]:
@@ -139,13 +150,41 @@ def leaks(world: World, prompts: list[str]) -> list[str]:
     return found
 
 
+def faulted(env: dict, home: Path, rng: random.Random, instance, llm) -> str:
+    """One `make run` with a fault at a random point; what it was."""
+    kind, folder = rng.choice(KINDS), rng.choice(FOLDERS)
+    if kind == "kill":
+        return killed_run(env, home, rng, instance)
+    data = Path(env["RAG_DATA_DIR"])
+    with outage(llm) if kind == "outage" else failing_writes(data, folder, disk=kind == "disk"):
+        _, result = make_run(project_definitions(env), instance)
+    what = kind if kind == "outage" else f"{kind} writing {folder}/"
+    return what + (" (not reached)" if result is None or result.success else "")
+
+
+def public_leaks(world: World, env: dict) -> list[str]:
+    """The notes restricted now whose text `ask` shows a public asker (no groups)."""
+    out = io.StringIO()
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(out),
+    ):
+        for name, value in env.items():
+            patch.setenv(name, value)
+        ask.main([" ".join(WORDS), "--k", "20"])
+    shown = out.getvalue()
+    return [n.slug for n in world.notes.values() if world.access(n) and n.marker() in shown]
+
+
 @pytest.mark.slow
 def test_incremental_runs_equal_fresh_builds(tmp_path):
-    rng = random.Random(SEED)
+    rng, fault_rng = random.Random(SEED), random.Random(SEED * 7919)  # faults leave the changes as they were
     with FakeLLM() as llm:
         world = World(tmp_path, rng, llm.url)
         data = tmp_path / "incremental"
-        instance = dg.DagsterInstance.ephemeral()
+        home = tmp_path / "dagster_home"  # on disk: a killed `make run` of another process shares it
+        instance = dg.DagsterInstance.local_temp(str(home))
         history = ["first build"]
         for step in range(STEPS + 1):
             where = f"seed {SEED}, step {step} ({history[-1]}); changes so far: {history}"
@@ -158,6 +197,12 @@ def test_incremental_runs_equal_fresh_builds(tmp_path):
                     history[-1] = f"a run from the UI, then {history[-1]}"
                 where = f"seed {SEED}, step {step} ({history[-1]})"
             env = world.env | {"RAG_DATA_DIR": str(data)}
+            if step and fault_rng.random() < FAULTS:
+                history[-1] += f", then {faulted(env, home, fault_rng, instance, llm)}"
+                where = f"seed {SEED}, step {step} ({history[-1]})"
+                assert not public_leaks(world, env), (
+                    f"{where}: a public asker was shown {public_leaks(world, env)}"
+                )
             sent = len(llm.requests)
             _, result = make_run(project_definitions(env), instance)
             # None: the change changed nothing; a release rejected against the last one fails the run

@@ -54,11 +54,14 @@ class Found:
 
 
 def make_run(defs, instance) -> tuple[Found, object]:
-    """What `make run` does, in this process: observe and check (`automation.look`), evaluate the
-    assets' conditions, execute one run of what they request (None when nothing is)."""
+    """What `make run` does, in this process: end the runs whose process is gone, observe and check
+    (`automation.look`), evaluate the assets' conditions, execute one run of what they request (None
+    when nothing is)."""
     from rag_pipeline.cli.run import due, execute, pinned_config
+    from rag_pipeline.defs.runs import end_dead_runs
     from rag_pipeline.defs.sources import HEAD
 
+    end_dead_runs(instance)
     observed, wanted = due(defs, instance)
     found = Found(wanted, unsynced(defs, instance))
     if not wanted:
