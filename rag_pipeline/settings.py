@@ -18,6 +18,7 @@ from typing import Any
 
 from rag_pipeline.lib.core import closest, values
 from rag_pipeline.lib.embedding import parse_embedder_spec
+from rag_pipeline.lib.questions import TEST_SHARE
 from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS, parse_retriever
 from rag_pipeline.lib.sources import is_remote
 
@@ -126,6 +127,15 @@ class Settings:
     notes_ref: str = var("RAG_NOTES_REF", "HEAD", values.text, "a branch, tag or commit")
     notes_glob: str = var("RAG_NOTES_GLOB", "content/notes/**/index.md", values.text, "a path glob")
     questions: str = var("RAG_QUESTIONS", str(BUNDLED_QUESTIONS), _path, "a JSON questions file")
+    test_share: float = var(
+        "RAG_TEST_SHARE", str(TEST_SHARE), values.fraction, "the share of test questions, from 0 to 1"
+    )
+    test_looks: int = var(
+        "RAG_TEST_LOOKS",
+        "20",
+        values.number(int, 1),
+        "how many choices a test split confirms before a warning",
+    )
     invalid_questions: str = var(
         "RAG_INVALID_QUESTIONS", "fail", values.choice("fail", "skip"), "fail or skip"
     )
@@ -164,6 +174,12 @@ class Settings:
         "comma-separated retrievers: dense, bm25, rrf, minmax or zscore, each optionally +ctx, +rerank, +parent",
     )
     analyzer: str = var("RAG_ANALYZER", "char", values.choice("char", "sudachi"), "char or sudachi")
+    candidate_k: int = var(
+        "RAG_CANDIDATE_K", "50", values.number(int, 1), "an integer >= 20 and >= RAG_CONTEXT_K"
+    )
+    rrf_k: float = var("RAG_RRF_K", "60", values.number(float, 0.0), "a number >= 0")
+    dense_weight: float = var("RAG_DENSE_WEIGHT", "0.5", values.fraction, "a share from 0 to 1")
+    context_k: int = var("RAG_CONTEXT_K", "5", values.number(int, 1), "an integer from 1 to 20")
     rerank_url: str = var("RAG_RERANK_URL", "", values.text, "the reranker's base URL")
     rerank_model: str = var("RAG_RERANK_MODEL", "", values.text, "the reranker's model name")
     rerank_protocol: str = var("RAG_RERANK_PROTOCOL", "tei", values.choice("tei", "cohere"), "tei or cohere")
@@ -221,6 +237,9 @@ class Settings:
     )
     celery_backend: str = var(
         "RAG_CELERY_BACKEND", "redis://127.0.0.1:6379/1", values.text, "the Celery result backend's URL"
+    )
+    run_tags: tuple[tuple[str, str], ...] = var(
+        "RAG_RUN_TAGS", "", values.tags, "comma-separated key=value tags every run of the job carries"
     )
     ann_min_rows: int = var(
         "RAG_ANN_MIN_ROWS", "5000", values.number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"

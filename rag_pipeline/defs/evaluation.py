@@ -29,6 +29,8 @@ from rag_pipeline.lib.evaluation import (
     glance_tables,
     headline_md,
     headline_numbers,
+    look_counts,
+    looks_sentence,
     plain,
     previous_md,
     record_experiment,
@@ -105,15 +107,21 @@ def experiment_entries(
     questions: pd.DataFrame,
     provenance: dict[str, str],
     retrieval: RetrievalResource,
+    confirmed: bool,
+    test_looks: int,
 ) -> dict[str, object]:
     """Records the evaluation in the experiment ledger (a record: nothing the pipeline computes reads
-    it) and returns the UI's comparison with the experiment built before."""
+    it), counting a new experiment whose verdict was `confirmed` on its test split, and returns the
+    UI's comparison with the experiment built before and how many choices that split has confirmed."""
     root = store.path(LEDGER)
     reranker = f"{retrieval.rerank_protocol}:{retrieval.rerank_model}" if retrieval.rerank_url else ""
     ranking = {"reranker": reranker, "retrieval": dataclasses.asdict(retrieval.settings())}
-    record_experiment(root, outcomes, questions, provenance, ranking)
+    by = "evaluation_summary" if confirmed else None
+    record_experiment(root, outcomes, questions, provenance, ranking, confirmed_by=by)
     said, markdown = previous_md(root)
-    return {"vs previous experiment": said, "experiments": dg.MetadataValue.md(markdown)}
+    sha = provenance["questions_sha256"]
+    looks = looks_sentence(sha, look_counts(root).get(sha, 0), test_looks)
+    return {"vs previous experiment": said, "experiments": dg.MetadataValue.md(markdown), "looks": looks}
 
 
 def stale_entry(drift: pd.DataFrame) -> dict[str, object]:
@@ -153,7 +161,7 @@ def summary_metadata(
     judged = report.verdict
     tables = glance_tables(report.matrix, report.category, judged["baseline"]) if len(report.matrix) else {}
     return {
-        "verdict": plain(judged["wording"]),
+        "verdict": f"{plain(judged['wording'])} ({experiment['looks']}.)",
         **{name: frame_table(frame) for name, frame in tables.items()},
         "vs previous experiment": experiment["vs previous experiment"],
         "summary": dg.MetadataValue.md(
@@ -262,7 +270,15 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
                 same,
                 baseline,
                 {"commit": commit[:12], "n_invalid": len(invalid), **gold, **stale_entry(drift)},
-                experiment_entries(store, outcomes, questions, provenance, retrieval),
+                experiment_entries(
+                    store,
+                    outcomes,
+                    questions,
+                    provenance,
+                    retrieval,
+                    report.verdict["test_delta"] is not None,
+                    questions_file.test_looks,
+                ),
             ),
             files=[reports / name for name in files],
             kept={"report": str(reports / "report.md"), "computed_from": provenance},

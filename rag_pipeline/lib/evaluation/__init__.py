@@ -1,6 +1,8 @@
-"""Metrics from per-question outcomes, the report's tables, plots and Markdown."""
+"""Metrics from per-question outcomes, the report's tables, plots and Markdown, the verdict chosen on
+the development questions and confirmed on the test questions, and the experiment ledger."""
 
 from rag_pipeline.lib.evaluation.experiments import LEDGER, record_experiment
+from rag_pipeline.lib.evaluation.looks import look_counts, looks_sentence, record_look
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, plain, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
@@ -28,6 +30,7 @@ from rag_pipeline.lib.evaluation.sets import (
     rank_agreement,
 )
 from rag_pipeline.lib.evaluation.significance import holm, paired_randomization
+from rag_pipeline.lib.evaluation.splits import split_figures, split_table
 from rag_pipeline.lib.evaluation.tables import glance_tables, matrix_table, records, reference_table
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.evaluation.versus import (
@@ -59,6 +62,8 @@ __all__ = [
     "heatmap",
     "holds",
     "holm",
+    "look_counts",
+    "looks_sentence",
     "matrix_table",
     "paired_randomization",
     "pareto_front",
@@ -72,6 +77,7 @@ __all__ = [
     "recall_at_k",
     "recall_grid",
     "record_experiment",
+    "record_look",
     "records",
     "reference_table",
     "relevant_column",
@@ -79,6 +85,8 @@ __all__ = [
     "resolve",
     "same_chunks",
     "short",
+    "split_figures",
+    "split_table",
     "strategy_outcomes",
     "summarize",
     "to_markdown",

@@ -5,7 +5,8 @@ Under the data directory:
 - `experiments/<id>/outcomes.parquet`: one row per configuration (strategy x retriever) and question:
   first evidence rank, evidence hit at each reported k and within the headline budget, characters
   passed, leaked units, gold status and a digest of the question and its evidence;
-- `experiments/current.json`: the experiment the reports on disk come from, and the one built before it.
+- `experiments/current.json`: the experiment the reports on disk come from, and the one built before it;
+- `experiments/looks.parquet`: the choices each test split confirmed (`rag_pipeline.lib.evaluation.looks`).
 
 The id digests what shaped the outcomes (see `experiment_settings`), so a rerun of the same experiment
 writes nothing. A run never deletes an experiment; `prune` does. The ledger is a record, not an input:
@@ -24,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.core import AnyPath, read_frame, write_bytes, write_frame
+from rag_pipeline.lib.evaluation.looks import record_look
 from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET, REPORT_KS, chars_matrix, first_ranks_of
 from rag_pipeline.lib.evaluation.verdict import DIGITS
 from rag_pipeline.lib.questions.labels import asker_groups
@@ -46,6 +48,7 @@ INDEX_COLUMNS = [
     "best",
     "best_value",
     "settings",
+    "tune",
 ]
 
 
@@ -98,6 +101,7 @@ def ledger_outcomes(outcomes: pd.DataFrame, questions: pd.DataFrame) -> pd.DataF
             "question_sha256": [question_digest(row) for row in questions.itertuples(index=False)],
             "category": questions["category"],
             "answerable": questions["answerable"].astype(bool),
+            "split": questions["split"],
             "gold_status": questions.get("gold_status", "ok"),
         }
     )
@@ -139,8 +143,20 @@ def configurations(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_index(root: AnyPath) -> pd.DataFrame:
+    """The index; `tune` (the tuning session a trial ran in, or empty) is empty in an index written
+    before it existed."""
     path = root / INDEX
-    return read_frame(path) if path.exists() else pd.DataFrame(columns=INDEX_COLUMNS)
+    index = read_frame(path) if path.exists() else pd.DataFrame(columns=INDEX_COLUMNS)
+    return index if "tune" in index else index.assign(tune="")
+
+
+def add_to_index(root: AnyPath, index: pd.DataFrame, row: dict[str, object]) -> None:
+    """`index` (as read) with `row` in place of any row of the same id, written."""
+    others = index[index["id"] != row["id"]]
+    index = (
+        pd.concat([others, pd.DataFrame([row])], ignore_index=True) if len(others) else pd.DataFrame([row])
+    )
+    write_frame(index[INDEX_COLUMNS], root / INDEX)
 
 
 def read_outcomes(root: AnyPath, experiment: str) -> pd.DataFrame:
@@ -160,9 +176,11 @@ def record_experiment(
     provenance: Mapping[str, str],
     ranking: Mapping[str, object],
     now: datetime | None = None,
+    confirmed_by: str | None = None,
 ) -> str:
     """Record this evaluation under its id (nothing is written when it is recorded already) and make
-    it the current experiment; returns its id."""
+    it the current experiment; returns its id. `confirmed_by`: who confirmed a choice on its test
+    split, counted once, when the experiment is new (None: nothing was confirmed)."""
     settings = experiment_settings(outcomes, provenance, ranking)
     experiment = experiment_id(settings)
     index = read_index(root)
@@ -183,14 +201,11 @@ def record_experiment(
             "best": best["configuration"].iloc[0] if len(best) else "",
             "best_value": round(float(best["value"].iloc[0]), DIGITS) if len(best) else float("nan"),
             "settings": json.dumps(settings, sort_keys=True, ensure_ascii=False),
+            "tune": "",
         }
-        others = index[index["id"] != experiment]
-        index = (
-            pd.concat([others, pd.DataFrame([row])], ignore_index=True)
-            if len(others)
-            else pd.DataFrame([row])
-        )
-        write_frame(index[INDEX_COLUMNS], root / INDEX)
+        add_to_index(root, index, row)
+        if confirmed_by is not None and experiment not in set(index["id"]):
+            record_look(root, provenance["questions_sha256"], experiment, confirmed_by, now)
     current = read_current(root)
     if current["id"] != experiment:
         write_bytes(json.dumps({"id": experiment, "previous": current["id"]}).encode(), root / CURRENT)
