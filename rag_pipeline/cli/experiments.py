@@ -3,11 +3,13 @@
 Every materialization of `evaluation_summary` records its per-question outcomes under an experiment id
 (see `rag_pipeline.lib.evaluation.experiments`), in `$RAG_DATA_DIR/experiments/`.
 
-- `list [--json]`: each experiment, oldest first; `*` marks the current build.
+- `list [--json]`: each experiment, oldest first; `*` marks the current build; how many choices each
+  questions file's test split has confirmed (a warning past RAG_TEST_LOOKS).
 - `compare [A] [B] [--all] [--json]`: B against A on the questions both scored. A reference is
   `experiment[:strategy/retriever]`, the experiment an id (or its prefix), `current` or `previous`;
   A defaults to `previous`, B to `current`; a reference without a configuration takes the other's, and
-  when neither names one both take B's best. `--all`: every configuration the two share, Holm-corrected.
+  when neither names one both take B's best, or, when the two differ in the embedder, every
+  configuration that uses it. `--all`: every configuration the two share, Holm-corrected.
 - `prune --keep N`: remove all but the N newest experiments (the current one and the one before it stay).
 - `run-embedders [SPECS]`: build and evaluate the current settings under each embedder of SPECS (or
   RAG_COMPARE_EMBEDDERS) in turn through `python -m rag_pipeline.run`, then one table: configuration by
@@ -29,6 +31,8 @@ from rag_pipeline.lib.core import AnyPath, StorageError, location
 from rag_pipeline.lib.embedding import parse_embedder_spec
 from rag_pipeline.lib.evaluation import LEDGER, UnknownReference, compare, compare_all, to_markdown
 from rag_pipeline.lib.evaluation.experiments import prune, read_current, read_index
+from rag_pipeline.lib.evaluation.looks import look_counts, looks_sentence
+from rag_pipeline.lib.evaluation.pairs import Pairing, pairing
 from rag_pipeline.lib.evaluation.verdict import MEASURE
 from rag_pipeline.lib.evaluation.versus import (
     Comparison,
@@ -45,16 +49,26 @@ from rag_pipeline.settings import Settings, SettingsError
 RUN_OK = (0, 3)  # `rag_pipeline.run`: success, or only the release gate held the index back
 
 
-def list_experiments(root: AnyPath, as_json: bool) -> str:
+def list_experiments(root: AnyPath, as_json: bool, limit: int) -> str:
+    """Every experiment; `test_looks`: the choices its questions file's test split has confirmed,
+    with a warning past `limit` (RAG_TEST_LOOKS)."""
     index = read_index(root)
+    counts = look_counts(root)
+    looks = [counts.get(q, 0) for q in index["questions_sha256"]]
     if as_json:
-        keys = ["id", "time", "commit", "embedding_version", "questions_sha256", "best", "best_value"]
+        keys = ["id", "time", "commit", "embedding_version", "questions_sha256", "best", "best_value", "tune"]
+        rows = index.astype(object).to_dict("records")
         return json.dumps(
-            [{k: row[k] for k in keys} for row in index.astype(object).to_dict("records")], indent=1
+            [{k: row[k] for k in keys} | {"test_looks": n} for row, n in zip(rows, looks)], indent=1
         )
     if index.empty:
         return f"no experiment in {root} yet: run the pipeline (make run) first"
     current = read_current(root)["id"]
+    warnings = [
+        looks_sentence(q, counts[q], limit)
+        for q in dict.fromkeys(index["questions_sha256"])
+        if counts.get(q, 0) > limit
+    ]
     shown = pd.DataFrame(
         {
             "id": [f"{e}{' *' if e == current else ''}" for e in index["id"]],
@@ -65,11 +79,14 @@ def list_experiments(root: AnyPath, as_json: bool) -> str:
             "retrievers": index["retrievers"].map(", ".join),
             "questions": [f"{n} of {q[:8]}" for n, q in zip(index["n_questions"], index["questions_sha256"])],
             "best": [f"{b} ({v:.3f})" for b, v in zip(index["best"], index["best_value"])],
+            "looks": looks,
+            "tune": index["tune"],
         }
     )
     return (
         f"{to_markdown(shown)}\n\n* the current build; questions: scored, of the questions file whose "
-        f"sha256 begins so; best: on {MEASURE}"
+        f"sha256 begins so; best: on {MEASURE}; looks: the choices that questions file's test split has "
+        "confirmed; tune: the tuning session of a trial" + "".join(f"\n{w}" for w in warnings)
     )
 
 
@@ -118,9 +135,24 @@ def all_text(comparisons: list[Comparison]) -> str:
 
 
 def compare_command(root: AnyPath, a: str, b: str, every: bool, as_json: bool) -> str:
-    if every:
-        comparisons = compare_all(root, a, b)
-        return json.dumps([c.as_json() for c in comparisons], indent=1) if as_json else all_text(comparisons)
+    """`every`: every shared configuration; else as `pairing` says: nothing for one experiment with
+    itself, the configurations using the embedder when it is what differs, else one configuration."""
+    paired = pairing(root, a, b) if not every else Pairing("all", comparisons=compare_all(root, a, b))
+    if paired.kind == "same":
+        if as_json:
+            return json.dumps({"a": paired.a, "b": paired.b, "same": True}, indent=1)
+        return f"a {a} and b {b} are the same experiment {paired.a} and configuration: nothing to compare"
+    if paired.kind in ("all", "embedder"):
+        if as_json:
+            return json.dumps([c.as_json() for c in paired.comparisons], indent=1)
+        said = ""
+        if paired.kind == "embedder":
+            said = (
+                f"a {paired.a} and b {paired.b} differ in the embedder: compared on the "
+                f"{len(paired.comparisons)} configurations that use it (dense and the hybrids; BM25 does "
+                "not use it: name a configuration, or --all, to compare it)\n\n"
+            )
+        return said + all_text(paired.comparisons)
     left, right = resolve_pair(root, a, b)
     c = compare(left, right)
     return json.dumps(c.as_json(), indent=1) if as_json else comparison_text(c, *names(left, right))
@@ -202,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env(os.environ)
         root = location(settings.data_dir) / LEDGER
         if args.command == "list":
-            print(list_experiments(root, args.json))
+            print(list_experiments(root, args.json, settings.test_looks))
         elif args.command == "compare":
             print(compare_command(root, args.a, args.b, args.all, args.json))
         elif args.command == "prune":

@@ -83,7 +83,7 @@ def execute(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dic
     run = instance.create_run_for_job(
         job_def=job.get_definition(),
         run_config=run_config,
-        tags=tags,
+        tags={**job.get_definition().run_tags, **tags},  # the job's tags, as in-process runs get them
         asset_selection=frozenset(keys),
         job_code_origin=job.get_python_origin(),
         remote_job_origin=workspace_origin(job.get_definition().name),

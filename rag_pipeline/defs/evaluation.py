@@ -107,20 +107,25 @@ def experiment_entries(
     questions: pd.DataFrame,
     provenance: dict[str, str],
     retrieval: RetrievalResource,
+    questions_file: QuestionsFile,
     confirmed: bool,
-    test_looks: int,
 ) -> dict[str, object]:
     """Records the evaluation in the experiment ledger (a record: nothing the pipeline computes reads
     it), counting a new experiment whose verdict was `confirmed` on its test split, and returns the
     UI's comparison with the experiment built before and how many choices that split has confirmed."""
     root = store.path(LEDGER)
     reranker = f"{retrieval.rerank_protocol}:{retrieval.rerank_model}" if retrieval.rerank_url else ""
-    ranking = {"reranker": reranker, "retrieval": dataclasses.asdict(retrieval.settings())}
+    # the test share decides each question's split, which the outcomes record
+    ranking = {
+        "reranker": reranker,
+        "retrieval": dataclasses.asdict(retrieval.settings()),
+        "test_share": questions_file.test_share,
+    }
     by = "evaluation_summary" if confirmed else None
     record_experiment(root, outcomes, questions, provenance, ranking, confirmed_by=by)
     said, markdown = previous_md(root)
     sha = provenance["questions_sha256"]
-    looks = looks_sentence(sha, look_counts(root).get(sha, 0), test_looks)
+    looks = looks_sentence(sha, look_counts(root).get(sha, 0), questions_file.test_looks)
     return {"vs previous experiment": said, "experiments": dg.MetadataValue.md(markdown), "looks": looks}
 
 
@@ -276,8 +281,8 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
                     questions,
                     provenance,
                     retrieval,
+                    questions_file,
                     report.verdict["test_delta"] is not None,
-                    questions_file.test_looks,
                 ),
             ),
             files=[reports / name for name in files],

@@ -56,8 +56,8 @@ def experiment_settings(
     outcomes: pd.DataFrame, provenance: Mapping[str, str], ranking: Mapping[str, object]
 ) -> dict[str, object]:
     """What shaped the outcomes, readably: the embedder, the strategy definitions, the retrievers, the
-    analyzer, the reranker and retrieval settings (`ranking`), the cleaner and evaluation code, the
-    notes commit and the questions file."""
+    analyzer, the reranker, retrieval settings and test share (`ranking`), the cleaner and evaluation
+    code, the notes commit and the questions file."""
     code = json.loads(provenance["code_versions"])
     return {
         "embedding_version": provenance["embedding_version"],
@@ -210,6 +210,17 @@ def record_experiment(
     if current["id"] != experiment:
         write_bytes(json.dumps({"id": experiment, "previous": current["id"]}).encode(), root / CURRENT)
     return experiment
+
+
+def import_experiment(source: AnyPath, root: AnyPath, experiment: str, tune: str) -> None:
+    """Experiment `experiment` of the ledger `source` recorded in the ledger `root` too, marked as a
+    trial of the tuning session `tune`; `root`'s current experiment stays."""
+    index = read_index(source)
+    row = index[index["id"] == experiment].iloc[0].to_dict() | {"tune": tune}
+    target = root / experiment / OUTCOMES
+    if not target.exists():
+        write_bytes((source / experiment / OUTCOMES).read_bytes(), target)
+    add_to_index(root, read_index(root), row)
 
 
 def prune(root: AnyPath, keep: int) -> list[str]:
