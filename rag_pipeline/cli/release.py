@@ -21,7 +21,7 @@ def live_line(current: dict | None) -> str:
     tables = ", ".join(f"{t} v{v}" for t, v in current["table_versions"].items())
     return (
         f"live: commit {current['commit'][:12]}, run {current['run']}, evidence recall@{current['k']} "
-        f"{current['recall']:.3f}, released {current['time']} ({tables})"
+        f"{current['recall']:.3f} on the test questions, released {current['time']} ({tables})"
     )
 
 
@@ -38,7 +38,7 @@ def decision_lines(history) -> list[str]:
     last = history.iloc[-1]
     lines = [
         f"last decision: {last['decision']} at {last['time']}, commit {last['commit'][:12]}, run {last['run']}, "
-        f"evidence recall {last['recall']:.3f}"
+        f"evidence recall {last['recall']:.3f} on the test questions"
     ]
     lines += [f"  - {reason}" for reason in last["reasons"]]
     if len(last["newly_missed"]):

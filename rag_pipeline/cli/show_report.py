@@ -10,7 +10,19 @@ from pathlib import Path
 from rag_pipeline.cli.release import decision_lines, live_line, narrowed_lines
 from rag_pipeline.lib.answers import SHORT_KEY, answer_table
 from rag_pipeline.lib.core import location, read_frame, shown_path
-from rag_pipeline.lib.evaluation import SHOWN, decided_rows, matrix_table, reference_table, short, to_markdown
+from rag_pipeline.lib.evaluation import (
+    LEDGER,
+    SHOWN,
+    decided_rows,
+    look_counts,
+    looks_sentence,
+    matrix_table,
+    reference_table,
+    short,
+    to_markdown,
+)
+from rag_pipeline.lib.evaluation.experiments import read_current as read_ledger_current
+from rag_pipeline.lib.evaluation.experiments import read_index
 from rag_pipeline.lib.evaluation.markdown import folded_md, key_md, plain
 from rag_pipeline.lib.questions import stale_suggestions
 from rag_pipeline.lib.release import (
@@ -132,7 +144,7 @@ def main(verified: bool = False) -> int:
     same = {s: k for s, k in summary.groupby("strategy")["same_chunks_as"].first().items() if k}
     shown = summary[~summary["strategy"].isin(list(same))]
     budget = decided_rows(read_frame(reports / "budget_recall.parquet"))
-    compared = decided_rows(read_frame(reports / "comparison.parquet"))
+    splits = decided_rows(read_frame(reports / "splits.parquet"))
     at5 = shown[shown["k"] == 5]
     print(
         f"commit {summary['commit'].iloc[0][:12]}: {int(summary['n_questions'].iloc[0])} answerable questions, "
@@ -145,7 +157,8 @@ def main(verified: bool = False) -> int:
     print("\nThe reference experiment's table (dense retrieval):")
     print(to_markdown(reference_table(shown[shown["retriever"] == "dense"])))
     print(f"\nEvery configuration, best {verdict['measure']} first. {folded_md(same)}")
-    matrix = matrix_table(shown, budget[~budget["strategy"].isin(list(same))], compared)
+    folded = budget[~budget["strategy"].isin(list(same))], splits[~splits["strategy"].isin(list(same))]
+    matrix = matrix_table(shown, *folded)
     print(to_markdown(matrix[[c for c in SHOWN if c in matrix]]))
     print(key_md())
     agreement = verdict.get("agreement")
@@ -166,8 +179,21 @@ def main(verified: bool = False) -> int:
     current = live_release(reports.parent, verified)
     print(release_summary(reports.parent, current))
     print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict, where)))
-    print(f"\nVerdict: {plain(verdict['wording'])}")
+    print(f"\nVerdict: {plain(verdict['wording'])}{looks_note(reports.parent)}")
     return 0
+
+
+def looks_note(data) -> str:
+    """` (the test split of questions … has confirmed N choices)`, from the ledger (empty: none recorded)."""
+    root = data / LEDGER
+    current = read_ledger_current(root)["id"]
+    index = read_index(root)
+    row = index[index["id"] == current]
+    if row.empty:
+        return ""
+    sha = str(row["questions_sha256"].iloc[0])
+    limit = Settings.from_env(os.environ).test_looks
+    return f" ({looks_sentence(sha, look_counts(root).get(sha, 0), limit)})"
 
 
 if __name__ == "__main__":

@@ -128,7 +128,7 @@ def answers_asset(
         context.log.info(f"answer summary ({asked} prompts asked):\n{to_markdown(answer_table(table))}")
         return materialized(
             content_version(
-                frame, ["question_id", "strategy", "retriever", "llm_version", "answer", "cited"]
+                frame, ["question_id", "split", "strategy", "retriever", "llm_version", "answer", "cited"]
             ),
             {
                 "llm_version": llm.llm_version,

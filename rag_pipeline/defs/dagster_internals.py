@@ -88,7 +88,7 @@ def create_run(
     return instance.create_run_for_job(
         job_def=definition,
         run_config=run_config,
-        tags=tags,
+        tags={**definition.run_tags, **tags},  # the job's tags too, as a run of the UI gets them
         asset_selection=frozenset(keys),
         job_code_origin=job.get_python_origin(),
         remote_job_origin=RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME).get_job_origin(

@@ -1,6 +1,5 @@
 """Evaluation stage: per-question outcomes per strategy, then every configuration side by side."""
 
-import dataclasses
 import json
 from collections.abc import Mapping
 
@@ -10,6 +9,7 @@ import pyarrow as pa
 
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.assets import stage_asset
+from rag_pipeline.defs.ledger import experiment_entries
 from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
@@ -22,9 +22,6 @@ from rag_pipeline.lib.core import (
     write_arrow,
 )
 from rag_pipeline.lib.evaluation import (
-    LEDGER,
-    NOT_RECORDED,
-    REPAIR,
     REPORT_KS,
     Report,
     build_report,
@@ -32,10 +29,7 @@ from rag_pipeline.lib.evaluation import (
     headline_md,
     headline_numbers,
     plain,
-    previous_md,
-    record_experiment,
     records,
-    repair,
     report_provenance,
     same_chunks,
     strategy_outcomes,
@@ -99,32 +93,6 @@ def load_drawn(path: AnyPath) -> dict[str, tuple[bytes, ...]]:
     return {k: tuple(p) for k, p in zip(table["key"].to_pylist(), table["pngs"].to_pylist())}
 
 
-def experiment_entries(
-    log: dg.DagsterLogManager,
-    store: DataStore,
-    outcomes: pd.DataFrame,
-    questions: pd.DataFrame,
-    provenance: dict[str, str],
-    retrieval: RetrievalResource,
-) -> dict[str, object]:
-    """Records the evaluation in the experiment ledger, its listing repaired first, and returns the
-    UI's comparison with the experiment built before. The ledger is a record nothing the pipeline
-    computes reads: what goes wrong with it is a warning, and the build goes on."""
-    root = store.path(LEDGER)
-    reranker = f"{retrieval.rerank_protocol}:{retrieval.rerank_model}" if retrieval.rerank_url else ""
-    ranking = {"reranker": reranker, "retrieval": dataclasses.asdict(retrieval.settings())}
-    try:
-        for line in repair(root):
-            log.warning(f"experiment ledger: {line}")
-        record_experiment(root, outcomes, questions, provenance, ranking)
-        said, markdown = previous_md(root)
-    except (OSError, ValueError) as exc:  # an object store's, Arrow's and JSON's errors are among them
-        said = f"{NOT_RECORDED} ({' '.join(str(exc).split())[:300]})"
-        log.warning(f"{said}; the build goes on")
-        markdown = f"{said[0].upper()}{said[1:]}. `{REPAIR}` rebuilds the ledger's listing."
-    return {"vs previous experiment": said, "experiments": dg.MetadataValue.md(markdown)}
-
-
 def stale_entry(drift: pd.DataFrame) -> dict[str, object]:
     """The questions whose gold labels went stale, with their suggestions (none: no entry)."""
     lines = stale_suggestions(drift)
@@ -162,7 +130,7 @@ def summary_metadata(
     judged = report.verdict
     tables = glance_tables(report.matrix, report.category, judged["baseline"]) if len(report.matrix) else {}
     return {
-        "verdict": plain(judged["wording"]),
+        "verdict": f"{plain(judged['wording'])} ({experiment['looks']}.)",
         **{name: frame_table(frame) for name, frame in tables.items()},
         "vs previous experiment": experiment["vs previous experiment"],
         "summary": dg.MetadataValue.md(
@@ -273,7 +241,16 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
                 same,
                 baseline,
                 {"commit": commit[:12], "n_invalid": len(invalid), **gold, **stale_entry(drift)},
-                experiment_entries(context.log, store, outcomes, questions, provenance, retrieval),
+                experiment_entries(
+                    context.log,
+                    store,
+                    outcomes,
+                    questions,
+                    provenance,
+                    retrieval,
+                    questions_file,
+                    report.verdict["test_delta"] is not None,
+                ),
             ),
             files=[reports / name for name in files],
             kept={"report": str(reports / "report.md"), "computed_from": provenance},

@@ -48,7 +48,7 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         kinds=("json", "parquet"),
         deps=["source_notes", cleaned_notes, questions_file],
         description="The gold questions with each evidence located in the cleaned text of its note and "
-        "its `gold_status` at the indexed commit; bad gold labels fail the run before anything is scored, "
+        "its `gold_status` at the indexed commit and its `split` (`dev` or `test`); bad gold labels fail the run before anything is scored, "
         "naming every question (with `invalid: skip` they are kept apart and counted as `n_invalid`); "
         "stale labels are left out of scoring and listed in `reports/gold_drift.parquet`.",
     )
@@ -82,7 +82,8 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
             raise QuestionsError(invalid_gold_message(source, problems))
         if problems:
             context.log.warning(invalid_gold_message(source, problems))
-        frame = questions_frame(items, texts, problems, {q: s.status for q, s in statuses.items()})
+        status = {q: s.status for q, s in statuses.items()}
+        frame = questions_frame(items, texts, problems, status, questions_file.test_share)
         frame["questions_sha256"] = digest
         path = store.write(frame, lanes.QUESTIONS)
         drift_path = store.path(lanes.GOLD_DRIFT)
@@ -112,6 +113,7 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
                 "n_carried_gold": counts["carried"],
                 "n_stale_gold": counts["stale"],
                 "categories": dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
+                "splits": dg.MetadataValue.json(frame["split"].value_counts().to_dict()),
                 "file": source,
                 "indexed_commit": commit,
             },

@@ -18,17 +18,9 @@ from rag_pipeline.lib.evaluation.experiments import CURRENT, HIT, INDEX, OUTCOME
 from rag_pipeline.lib.evaluation.versus import Side
 from rag_pipeline_tests.fakes.json_server import free_port
 from rag_pipeline_tests.fakes.ollama import FakeOllama
-from rag_pipeline_tests.support.farm import N_NOTES, cli, note, question, write_questions
+from rag_pipeline_tests.support.farm import N_NOTES, cli, files_of, note, question, write_questions
 from rag_pipeline_tests.support.repos import commit_files
 from rag_pipeline_tests.support.runs import materialization_metadata, run_all
-
-
-def files_of(root: Path) -> dict[str, tuple[bytes, int]]:
-    return {
-        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
-        for p in root.rglob("*")
-        if p.is_file()
-    }
 
 
 def test_two_embedders_compare_on_the_same_questions_and_a_rerun_adds_nothing(farm, monkeypatch, capsys):
@@ -58,7 +50,7 @@ def test_two_embedders_compare_on_the_same_questions_and_a_rerun_adds_nothing(fa
     assert shown["vs previous experiment"] == said
     assert "`embedding_version`" in shown["experiments"] and "Newly found" in shown["experiments"]
 
-    status, out, _ = cli(monkeypatch, capsys, root, "compare", "--json")
+    status, out, _ = cli(monkeypatch, capsys, root, "compare", "previous:fixed-200/dense", "--json")
     got = json.loads(out)
     assert status == 0 and set(got) == {
         "a",

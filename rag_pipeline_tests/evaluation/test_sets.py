@@ -55,8 +55,10 @@ def test_a_merged_questions_file_is_reported_hand_and_generated_side_by_side(
     for name in ("category_recall", "budget_recall", "question_ranks", "comparison"):
         assert set(read_frame(reports / f"{name}.parquet")["source"]) == {"hand", "generated"}
     verdict = json.loads((reports / "verdict.json").read_text())
+    # the small set's 2 answerable test questions (by their ids) confirm little, and the verdict says so
     assert verdict["questions"] == "hand" and verdict["wording"].endswith(
-        "decided on the hand-written questions."
+        "decided on the hand-written questions. The confirmation is weak: 2 answerable test questions "
+        "(fewer than 30)."
     )
     assert verdict["agreement"]["sets"] == ["hand", "generated"]
     report = (reports / "report.md").read_text()
@@ -77,5 +79,6 @@ def test_the_verdict_is_decided_on_the_generated_set_when_no_hand_written_questi
     reports = tmp_path / "out" / "reports"
     verdict = json.loads((reports / "verdict.json").read_text())
     assert verdict["questions"] == "generated" and "agreement" not in verdict
-    assert verdict["wording"].endswith("decided on the generated questions.")
+    assert "; decided on the generated questions. The confirmation is weak" in verdict["wording"]
+    assert verdict["n_dev"] + verdict["n_test"] == 8 and verdict["n_test"] > 0
     assert set(read_frame(reports / "evaluation_summary.parquet")["source"]) == {"generated"}

@@ -1,41 +1,66 @@
-"""The verdict names the configurations tied at the top of the headline measure, says whether the
-leader beats the baseline significantly on the same questions, and words it in one sentence."""
+"""The verdict chooses on the development questions (the configurations tied at the top there), says
+whether the chosen one beats the baseline significantly on the test questions, and words both in one
+sentence."""
 
 import pandas as pd
 
 from rag_pipeline.lib.evaluation import verdict
 
-
-def matrix(*rows: tuple[str, float, float, int, float, float]) -> pd.DataFrame:
-    columns = ["configuration", "r@2k", "mrr@10", "chars@5", "Δ", "p"]
-    return pd.DataFrame(rows, columns=columns)
+COLUMNS = ["configuration", "r@2k", "chars@5", "dev", "dev_mrr@10", "test", "Δ", "p"]
 
 
-def test_a_significant_winner():
+def matrix(*rows: tuple, n_dev: int = 196, n_test: int = 84) -> pd.DataFrame:
+    """Rows of (configuration, r@2k on all questions, chars@5, dev, dev MRR@10, test, Δ and p on test)."""
+    return pd.DataFrame(rows, columns=COLUMNS).assign(n_dev=n_dev, n_test=n_test)
+
+
+def test_a_significant_winner_is_chosen_on_dev_and_confirmed_on_test():
     got = verdict(
-        matrix(("section/rrf", 0.91, 0.80, 1200, 0.31, 0.0004), ("fixed-1000", 0.60, 0.70, 4300, 0.0, 1.0)),
+        matrix(
+            ("section/rrf", 0.90, 1200, 0.91, 0.80, 0.88, 0.31, 0.0004),
+            ("fixed-1000", 0.60, 4300, 0.60, 0.70, 0.57, 0.0, 1.0),
+        ),
         "fixed-1000",
     )
-    assert got["best"] == ["section/rrf"] and got["significant"] and got["p_value"] == 0.0004
-    assert got["delta"] == 0.31 and got["baseline_value"] == 0.6 and got["best_value"] == 0.91
+    assert got["best"] == ["section/rrf"] and got["significant"] and got["chosen_on"] == "dev"
+    assert (got["n_dev"], got["n_test"], got["dev_value"], got["test_value"]) == (196, 84, 0.91, 0.88)
+    assert (got["test_delta"], got["test_p"]) == (0.31, 0.0004) == (got["delta"], got["p_value"])
+    assert got["baseline_value"] == 0.6 and got["best_value"] == 0.9
     assert got["wording"] == (
-        "`section/rrf` beats the baseline `fixed-1000` by +0.31 on evidence recall within 2,000 characters "
-        "(p = 0.0004)."
+        "`section/rrf` is chosen on 196 development questions (0.91); on 84 test questions it beats the "
+        "baseline `fixed-1000` by +0.31 on evidence recall within 2,000 characters (p = 0.0004)."
+    )
+
+
+def test_the_leader_on_dev_is_chosen_even_when_another_is_better_on_test():
+    got = verdict(
+        matrix(
+            ("a", 0.80, 900, 0.85, 0.8, 0.70, 0.02, 0.6),
+            ("b", 0.82, 900, 0.80, 0.8, 0.86, 0.18, 0.001),
+            ("base", 0.70, 900, 0.70, 0.7, 0.68, 0.0, 1.0),
+        ),
+        "base",
+    )
+    assert got["best"] == ["a"] and not got["significant"] and got["test_value"] == 0.7
+    assert got["wording"].startswith(
+        "No configuration beats the baseline `base` significantly on evidence recall within 2,000 "
+        "characters: `a`, chosen on 196 development questions (0.85), differs from it by +0.02 on 84 "
+        "test questions (p = 0.6)"
     )
 
 
 def test_a_tie_at_the_top_without_significance_names_the_cheapest():
     got = verdict(
         matrix(
-            ("fixed-200/bm25", 0.90, 0.70, 1000, 0.02, 0.62),
-            ("section", 0.90, 0.85, 1500, 0.02, 0.62),
-            ("fixed-1000", 0.88, 0.90, 4300, 0.0, 1.0),
-            ("fixed-2000", 0.70, 0.90, 6900, -0.18, 0.01),
+            ("fixed-200/bm25", 0.9, 1000, 0.90, 0.70, 0.9, 0.02, 0.62),
+            ("section", 0.9, 1500, 0.90, 0.85, 0.9, 0.02, 0.62),
+            ("fixed-1000", 0.88, 4300, 0.88, 0.90, 0.88, 0.0, 1.0),
+            ("fixed-2000", 0.7, 6900, 0.70, 0.90, 0.7, -0.18, 0.01),
         ),
         "fixed-1000",
     )
-    assert got["best"] == ["section", "fixed-200/bm25"]  # tied; MRR@10 orders them
-    assert not got["significant"] and got["delta"] == 0.02
+    assert got["best"] == ["section", "fixed-200/bm25"]  # tied on dev; MRR@10 on dev orders them
+    assert not got["significant"] and got["test_delta"] == 0.02
     assert got["wording"].startswith("No configuration beats the baseline `fixed-1000` significantly")
     assert "the cheapest at equal recall is `fixed-200/bm25` (1,000 characters at k=5)" in got["wording"]
 
@@ -43,15 +68,42 @@ def test_a_tie_at_the_top_without_significance_names_the_cheapest():
 def test_a_significant_leader_among_ties_is_named_with_them():
     got = verdict(
         matrix(
-            ("a", 0.95, 0.9, 900, 0.2, 0.01), ("b", 0.95, 0.8, 800, 0.2, 0.02), ("base", 0.75, 0.7, 900, 0, 1)
+            ("a", 0.95, 900, 0.95, 0.9, 0.9, 0.2, 0.01),
+            ("b", 0.95, 800, 0.95, 0.8, 0.9, 0.2, 0.02),
+            ("base", 0.75, 900, 0.75, 0.7, 0.7, 0, 1),
         ),
         "base",
     )
     assert got["best"] == ["a", "b"] and got["significant"]
-    assert got["wording"].startswith("`a` and `b` tie at the top (0.95); `a`, the first by MRR@10, beats")
+    assert got["wording"].startswith(
+        "`a` and `b` tie on 196 development questions (0.95); `a`, the first by MRR@10, is chosen; on 84 "
+        "test questions it beats"
+    )
 
 
 def test_the_baseline_leading_is_no_win():
-    got = verdict(matrix(("base", 0.9, 0.9, 900, 0.0, 1.0), ("other", 0.8, 0.9, 500, -0.1, 0.2)), "base")
+    got = verdict(
+        matrix(("base", 0.9, 900, 0.9, 0.9, 0.9, 0.0, 1.0), ("other", 0.8, 500, 0.8, 0.9, 0.8, -0.1, 0.2)),
+        "base",
+    )
     assert got["best"] == ["base"] and not got["significant"]
     assert "the cheapest at equal recall is `base`" in got["wording"]
+
+
+def test_under_30_test_questions_the_confirmation_is_weak():
+    rows = (("a", 0.9, 900, 0.9, 0.9, 0.85, 0.3, 0.001), ("base", 0.6, 900, 0.6, 0.6, 0.55, 0.0, 1.0))
+    got = verdict(matrix(*rows, n_dev=60, n_test=25), "base", "hand-written")
+    assert got["significant"] and got["wording"].endswith(
+        "(p = 0.001); decided on the hand-written questions. The confirmation is weak: 25 answerable "
+        "test questions (fewer than 30)."
+    )
+    assert "weak" not in verdict(matrix(*rows, n_dev=60, n_test=30), "base")["wording"]
+
+
+def test_no_test_question_confirms_nothing_and_no_dev_question_chooses_nothing():
+    rows = (("a", 0.9, 900, 0.9, 0.9, float("nan"), float("nan"), float("nan")),)
+    got = verdict(matrix(*rows, ("base", 0.6, 900, 0.6, 0.6, *[float("nan")] * 3), n_test=0), "base")
+    assert got["best"] == ["a"] and not got["significant"] and got["test_value"] is None
+    assert got["test_p"] is None and got["wording"].endswith("no answerable test question confirms it.")
+    got = verdict(matrix(*rows, n_dev=0, n_test=12), "base")
+    assert got["best"] == [] and got["wording"].startswith("No answerable development question to choose on")

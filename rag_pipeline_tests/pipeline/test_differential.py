@@ -1,10 +1,11 @@
 """Incremental equals from scratch: a seeded random sequence of changes (notes added, edited, deleted,
-renamed, restricted or opened; the questions file edited; settings changed; outputs deleted, damaged
-or given a duplicate row by hand), each followed by the `make run` path, must leave every report
-Parquet, `answers.parquet`, every configured served table and the current experiment's outcomes
-exactly as a fresh build of the same state gives them, in one run; the release must judge the same
-candidate (and, when it releases, serve the same rows as live), and no prompt that reaches the chat
-server may hold text of a note its asker may not read.
+renamed, restricted or opened; the questions file edited, a question's split among it; settings
+changed, RAG_TEST_SHARE among them; outputs deleted, damaged or given a duplicate row by hand), each
+followed by the `make run` path, must leave every report Parquet, `answers.parquet`, every configured
+served table and the current experiment's outcomes exactly as a fresh build of the same state gives
+them, in one run; the release must judge the same candidate (and, when it releases, serve the same
+rows as live), and no prompt that reaches the chat server may hold text of a note its asker may not
+read.
 
 A step may first run `make run` with a fault injected at a random point (`support/faults.py`: a step
 that raises, a full disk, the chat server down, `kill -9` of the run): then `ask` for a public asker
@@ -35,6 +36,7 @@ import pytest
 from rag_pipeline.cli import ask
 from rag_pipeline.lib.serving import open_live, open_table
 from rag_pipeline_tests.fakes.llm import FakeLLM
+from rag_pipeline_tests.support import damage
 from rag_pipeline_tests.support.faults import FOLDERS, KINDS, failing_writes, killed_run, outage
 from rag_pipeline_tests.support.runs import failed, make_run, materialize_all, project_definitions
 from rag_pipeline_tests.support.world import WORDS, World
@@ -51,8 +53,14 @@ MEASURED = {
 SEED = int(os.environ.get("RAG_DIFF_SEED", "19"))
 STEPS = int(os.environ.get("RAG_DIFF_STEPS", "24"))
 # besides the random ones, every sequence has a failed blocking check (`outputs_intact` on a Parquet
-# file cut short) and a duplicate chunk_id injected into a served table; both must be rebuilt
-FORCED = {3: World.damage_output, 6: World.duplicate_served_row}
+# file cut short) and a duplicate chunk_id injected into a served table, both to be rebuilt, and the
+# inputs of the dev and test split: a question's own `split` and RAG_TEST_SHARE
+FORCED = {
+    3: damage.damage_output,
+    6: damage.duplicate_served_row,
+    12: lambda world, data: world.forced(world.split_question),
+    15: lambda world, data: world.forced(world.toggle_test_share),
+}
 # and a run `make run` never evaluated (the UI's *Materialize all*) just before a change: Dagster's
 # edge-triggered conditions lost such a change (the assets' own updates reset them)
 UI_RUN_BEFORE = 9

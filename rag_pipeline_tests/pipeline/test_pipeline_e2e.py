@@ -75,14 +75,17 @@ def test_the_summary_page_has_numbers_to_plot_and_a_headline_first(small_env, tm
     # read at a glance: the verdict as plain text first, then the tables a person reads first
     # shown inline, and what the lineage reads back last, in one entry
     assert list(metadata)[:3] == ["verdict", "top_configurations", "per_category"]
+    # the verdict, then how many choices its test split has confirmed
+    assert metadata["verdict"].value.startswith(verdict["wording"].replace("`", ""))
     assert (
-        metadata["verdict"].value == verdict["wording"].replace("`", "")
+        metadata["verdict"].value.endswith("has confirmed 1 choice.)")
         and "`" not in metadata["verdict"].value
     )
+    assert verdict["chosen_on"] == "dev" and (verdict["n_dev"], verdict["n_test"]) == (2, 2)
     top = metadata["top_configurations"]
     assert isinstance(top, dg.TableMetadataValue) and 1 <= len(top.records) <= 5
     assert top.records[0].data["configuration"] == verdict["best"][0]
-    assert [c.name for c in top.schema.columns] == ["configuration", "r@2k", "Δ", "p"]
+    assert [c.name for c in top.schema.columns] == ["configuration", "r@2k", "dev", "test", "Δ", "p"]
     per_category = metadata["per_category"]
     assert [c.name for c in per_category.schema.columns] == ["category", "best", "baseline"]
     assert {r.data["category"].split(" (")[0] for r in per_category.records} >= {"number"}

@@ -5,7 +5,9 @@ import pandas as pd
 from rag_pipeline.lib.release import REJECTED, RELEASED, decide, found, label_key, question_results
 
 
-def questions(n: int = 20, unauthorized: int = 0) -> pd.DataFrame:
+def questions(n: int = 20, unauthorized: int = 0, dev: tuple[int, ...] = ()) -> pd.DataFrame:
+    """`n` questions, the last `unauthorized` ones about a restricted note, those in `dev` in the
+    development split and the others in the test split."""
     rows = []
     for i in range(1, n + 1):
         rows.append(
@@ -17,6 +19,7 @@ def questions(n: int = 20, unauthorized: int = 0) -> pd.DataFrame:
                 "groups": ["sre"] if i > n - unauthorized else None,
                 "evidence": [{"note": f"note-{i}", "text": f"evidence {i}"}],
                 "critical": i == 1,
+                "split": "dev" if i in dev else "test",
             }
         )
     return pd.DataFrame(rows)
@@ -29,14 +32,18 @@ def outcomes(ranks: dict[int, int | None]) -> pd.DataFrame:
 
 
 def results(
-    ranks: dict[int, int | None], abstained: dict[int, bool] | None = None, n: int = 20, unauthorized: int = 0
+    ranks: dict[int, int | None],
+    abstained: dict[int, bool] | None = None,
+    n: int = 20,
+    unauthorized: int = 0,
+    dev: tuple[int, ...] = (),
 ):
     answers = None
     if abstained is not None:
         answers = pd.DataFrame(
             {"question_id": [str(q) for q in abstained], "abstained": list(abstained.values())}
         )
-    return question_results(questions(n, unauthorized), outcomes(ranks), answers)
+    return question_results(questions(n, unauthorized, dev), outcomes(ranks), answers)
 
 
 def test_found_means_an_evidence_within_k():
@@ -68,6 +75,19 @@ def test_a_recall_drop_beyond_the_allowed_share_is_rejected():
     assert decision.decision == REJECTED
     assert "dropped from 1.000 to 0.900" in decision.reasons[0]
     assert decision.newly_missed == ["19", "20"]
+
+
+def test_the_recall_is_judged_on_the_test_questions_only():
+    dev = tuple(range(11, 21))  # the development questions chose the configuration
+    before = results({q: 1 for q in range(1, 21)}, dev=dev)
+    worse_on_dev = results({**{q: 1 for q in range(1, 21)}, **{q: None for q in dev}}, dev=dev)
+    decision = decide(worse_on_dev, [], before, 5, 0.05)
+    assert decision.decision == RELEASED and decision.recall == 1.0
+    assert decision.newly_missed == [str(q) for q in dev]  # listed, not judged
+    worse_on_test = results({**{q: 1 for q in range(1, 21)}, 1: None, 2: None}, dev=dev)
+    decision = decide(worse_on_test, [], before, 5, 0.05)
+    assert decision.decision == REJECTED and decision.recall == 0.8
+    assert "dropped from 1.000 to 0.800 on the 10 test questions both scored" in decision.reasons[0]
 
 
 def test_only_questions_both_scored_the_same_way_are_compared():

@@ -1,10 +1,12 @@
-"""A generated repository of notes, one fact each, and questions whose words they share; the
-experiments CLI run in this process."""
+"""A generated repository of notes for the experiment-ledger tests: N_NOTES notes of one fact each,
+questions whose words the fact shares, the settings of a run that evaluates fixed-200 dense on it, and
+the experiments CLI run in this process."""
 
 import json
 from pathlib import Path
 
 from rag_pipeline.cli.experiments import main
+from rag_pipeline_tests.support.repos import make_notes_repo
 
 COLORS = ["red", "blue", "green", "grey", "white"]
 ANIMALS = ["goat", "horse", "duck", "sheep"]
@@ -38,6 +40,29 @@ def question(i: int, **changes) -> dict:
 def write_questions(path: Path, questions: list[dict]) -> str:
     path.write_text(json.dumps(questions), encoding="utf-8")
     return str(path)
+
+
+def make_farm(tmp_path: Path):
+    """(the repository, its settings, the ledger's folder)."""
+    files = {f"content/notes/farm/farm-{i}/index.md": note(i, fact(i)[0]) for i in range(N_NOTES)}
+    repo = make_notes_repo(tmp_path / "notes", files)
+    env = {
+        "RAG_NOTES_REPO": repo.working_tree_dir,
+        "RAG_QUESTIONS": write_questions(tmp_path / "q.json", [question(i) for i in range(N_NOTES)]),
+        "RAG_DATA_DIR": str(tmp_path / "out"),
+        "RAG_EMBEDDER": "hashing",
+        "RAG_STRATEGIES": "fixed-200",
+        "RAG_RETRIEVERS": "dense",
+    }
+    return repo, env, tmp_path / "out" / "experiments"
+
+
+def files_of(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file()
+    }
 
 
 def cli(monkeypatch, capsys, root: Path, *argv: str) -> tuple[int, str, str]:

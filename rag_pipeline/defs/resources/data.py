@@ -122,10 +122,13 @@ class NotesRepository(FromSettings):
 
 class QuestionsFile(FromSettings):
     """The gold questions; `invalid` says what a bad evidence label does: `fail` the run, or `skip`
-    the question (counted as `n_invalid` in every report)."""
+    the question (counted as `n_invalid` in every report); `test_share` puts about that share of the
+    questions without a `split` field in the test split."""
 
     path: str = setting("questions")
     invalid: str = setting("invalid_questions")
+    test_share: float = setting("test_share")
+    test_looks: int = setting("test_looks")  # the verdict warns past it; not in `version`: a warning only
 
     def load(self) -> list[Question]:
         return load_questions(self.path)
@@ -135,4 +138,4 @@ class QuestionsFile(FromSettings):
         return hashlib.sha256(questions_bytes(self.path)).hexdigest()
 
     def version(self) -> str:
-        return config_digest(self.invalid)
+        return config_digest(self.invalid, self.test_share)

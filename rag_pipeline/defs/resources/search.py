@@ -11,9 +11,9 @@ class RetrievalResource(FromSettings):
 
     retrievers: list[str] = setting("retrievers")
     analyzer: str = setting("analyzer")  # BM25 tokenizer: character n-grams, or "sudachi" (morphological)
-    candidate_k: int = 50
-    rrf_k: float = 60.0
-    dense_weight: float = 0.5  # minmax/zscore fusion: weight of the dense scores
+    candidate_k: int = setting("candidate_k")
+    rrf_k: float = setting("rrf_k")
+    dense_weight: float = setting("dense_weight")  # minmax/zscore fusion: weight of the dense scores
     max_lexical_miss_share: float = 0.1  # the lexical check fails above this share of questions
     rerank_url: str = setting(
         "rerank_url"
@@ -21,7 +21,7 @@ class RetrievalResource(FromSettings):
     rerank_model: str = setting("rerank_model")
     rerank_protocol: str = setting("rerank_protocol")
     rerank_k: int = 20
-    context_k: int = 5  # what would reach the LLM: at most context_k units...
+    context_k: int = setting("context_k")  # what would reach the LLM: at most context_k units...
     context_chars: int = 4000  # ...and this many characters
 
     def version(self) -> str:

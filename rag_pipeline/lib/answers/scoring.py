@@ -23,6 +23,7 @@ BASELINE_STRATEGY = "-"  # the `none` and `oracle` baselines do not depend on a 
 # answers.parquet; n_cited_holding (valid cited units holding an evidence) feeds the summary
 ANSWER_COLUMNS = [
     "question_id",
+    "split",
     "strategy",
     "retriever",
     "llm_version",
@@ -123,6 +124,7 @@ def score_answers(
         rows.append(
             {
                 "question_id": prompt.question_id,
+                "split": q.split,
                 "strategy": strategy,
                 "retriever": retriever,
                 "llm_version": llm_version,

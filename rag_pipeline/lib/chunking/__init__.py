@@ -15,7 +15,13 @@ from rag_pipeline.lib.chunking.chunkers import (
     top_sections,
 )
 from rag_pipeline.lib.chunking.coverage import coverage_problems
-from rag_pipeline.lib.chunking.strategy_file import StrategyError, load_strategies, read_strategy_file
+from rag_pipeline.lib.chunking.strategy_file import (
+    StrategyError,
+    load_strategies,
+    read_strategy_file,
+    read_toml,
+    strategy_from_table,
+)
 from rag_pipeline.lib.chunking.texts import contextual_text, with_text_hashes
 
 __all__ = [
@@ -31,9 +37,11 @@ __all__ = [
     "fixed_strategy",
     "load_strategies",
     "read_strategy_file",
+    "read_toml",
     "recursive_spans",
     "section_split_spans",
     "stable_id",
+    "strategy_from_table",
     "top_sections",
     "with_text_hashes",
 ]

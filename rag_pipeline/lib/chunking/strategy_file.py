@@ -159,14 +159,24 @@ def _strategy(e: _Entry, taken: dict[str, str]) -> Strategy:
     return build(name, e)
 
 
+def strategy_from_table(table: dict[str, Any], where: str) -> Strategy:
+    """One `[[strategy]]` table (name, kind, parameters) as a strategy; an error names `where`."""
+    return _strategy(_Entry(where, table), {})
+
+
+def read_toml(path: str | Path, what: str, error: type[ValueError] = StrategyError) -> dict[str, Any]:
+    """The TOML file at `path`, a `what` (e.g. `strategy file`); `error` naming it when unreadable."""
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise error(f"{path}: cannot read the {what}: {err.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise error(f"{path}: invalid TOML: {err}") from None
+
+
 def read_strategy_file(path: str | Path) -> list[Strategy]:
     """The strategies of a TOML strategy file, in file order."""
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise StrategyError(f"{path}: cannot read the strategy file: {err.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise StrategyError(f"{path}: invalid TOML: {err}") from None
+    data = read_toml(path, "strategy file")
     entries = data.get("strategy")
     extra = sorted(set(data) - {"strategy"})
     if extra or not isinstance(entries, list) or not entries or not all(isinstance(t, dict) for t in entries):

@@ -65,3 +65,22 @@ def minutes(value: str) -> tuple[float, ...]:
     if not found or any(not math.isfinite(v) or v < 0 for v in found):
         raise ValueError
     return () if found == (0.0,) else found
+
+
+def fraction(value: str) -> float:
+    """A share from 0 to 1."""
+    number = float(value)
+    if not 0.0 <= number <= 1.0:
+        raise ValueError
+    return number
+
+
+def tags(value: str) -> tuple[tuple[str, str], ...]:
+    """Comma-separated `key=value` pairs, as (key, value) tuples."""
+    pairs = []
+    for item in (i.strip() for i in value.split(",") if i.strip()):
+        key, equals, tag = (part.strip() for part in item.partition("="))
+        if not (key and equals and tag):
+            raise ValueError(f"{item!r} is not key=value")
+        pairs.append((key, tag))
+    return tuple(pairs)

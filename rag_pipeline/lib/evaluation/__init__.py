@@ -1,4 +1,5 @@
-"""Metrics from per-question outcomes, the report's tables, plots and Markdown."""
+"""Metrics from per-question outcomes, the report's tables, plots and Markdown, the verdict chosen on
+the development questions and confirmed on the test questions, and the experiment ledger."""
 
 from rag_pipeline.lib.evaluation.experiments import (
     LEDGER,
@@ -7,6 +8,7 @@ from rag_pipeline.lib.evaluation.experiments import (
     LedgerError,
     record_experiment,
 )
+from rag_pipeline.lib.evaluation.looks import look_counts, looks_sentence, record_look
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, plain, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
@@ -35,6 +37,7 @@ from rag_pipeline.lib.evaluation.sets import (
     rank_agreement,
 )
 from rag_pipeline.lib.evaluation.significance import holm, paired_randomization
+from rag_pipeline.lib.evaluation.splits import split_figures, split_table
 from rag_pipeline.lib.evaluation.tables import glance_tables, matrix_table, records, reference_table
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.evaluation.versus import (
@@ -69,6 +72,8 @@ __all__ = [
     "heatmap",
     "holds",
     "holm",
+    "look_counts",
+    "looks_sentence",
     "matrix_table",
     "paired_randomization",
     "pareto_front",
@@ -82,6 +87,7 @@ __all__ = [
     "recall_at_k",
     "recall_grid",
     "record_experiment",
+    "record_look",
     "records",
     "reference_table",
     "relevant_column",
@@ -90,6 +96,8 @@ __all__ = [
     "resolve",
     "same_chunks",
     "short",
+    "split_figures",
+    "split_table",
     "strategy_outcomes",
     "summarize",
     "to_markdown",

@@ -6,7 +6,8 @@ Under the data directory:
   first evidence rank, evidence hit at each reported k and within the headline budget, characters
   passed, leaked units, gold status and a digest of the question and its evidence;
 - `experiments/<id>/experiment.json`: its row of the index, so the folder says all about it;
-- `experiments/current.json`: the experiment the reports on disk come from, and the one built before it.
+- `experiments/current.json`: the experiment the reports on disk come from, and the one built before it;
+- `experiments/looks.parquet`: the choices each test split confirmed (`rag_pipeline.lib.evaluation.looks`).
 
 `index.parquet` and `current.json` are derived from the folders: a missing or unreadable one raises
 `LedgerError`, and `repair` (`python -m rag_pipeline.experiments repair`, and every run) rebuilds it.
@@ -28,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.core import AnyPath, Location, read_frame, write_bytes, write_frame
+from rag_pipeline.lib.evaluation.looks import record_look
 from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET, REPORT_KS, chars_matrix, first_ranks_of
 from rag_pipeline.lib.evaluation.verdict import DIGITS
 from rag_pipeline.lib.questions.labels import asker_groups
@@ -53,6 +55,7 @@ INDEX_COLUMNS = [
     "best",
     "best_value",
     "settings",
+    "tune",
 ]
 
 
@@ -68,8 +71,8 @@ def experiment_settings(
     outcomes: pd.DataFrame, provenance: Mapping[str, str], ranking: Mapping[str, object]
 ) -> dict[str, object]:
     """What shaped the outcomes, readably: the embedder, the strategy definitions, the retrievers, the
-    analyzer, the reranker and retrieval settings (`ranking`), the cleaner and evaluation code, the
-    notes commit and the questions file."""
+    analyzer, the reranker, retrieval settings and test share (`ranking`), the cleaner and evaluation
+    code, the notes commit and the questions file."""
     code = json.loads(provenance["code_versions"])
     return {
         "embedding_version": provenance["embedding_version"],
@@ -113,6 +116,7 @@ def ledger_outcomes(outcomes: pd.DataFrame, questions: pd.DataFrame) -> pd.DataF
             "question_sha256": [question_digest(row) for row in questions.itertuples(index=False)],
             "category": questions["category"],
             "answerable": questions["answerable"].astype(bool),
+            "split": questions["split"],
             "gold_status": questions.get("gold_status", "ok"),
         }
     )
@@ -173,6 +177,8 @@ def recorded(root: AnyPath) -> list[str]:
 
 
 def read_index(root: AnyPath) -> pd.DataFrame:
+    """The index; `tune` (the tuning session a trial ran in, or empty) is empty in an index written
+    before it existed."""
     path = root / INDEX
     if not path.exists():
         if found := recorded(root):
@@ -184,7 +190,16 @@ def read_index(root: AnyPath) -> pd.DataFrame:
         raise LedgerError(path, f"cannot be read ({' '.join(str(exc).split())[:120]})") from None
     if "id" not in index:
         raise LedgerError(path, "has no `id` column")
-    return index
+    return index if "tune" in index else index.assign(tune="")
+
+
+def add_to_index(root: AnyPath, index: pd.DataFrame, row: dict[str, object]) -> None:
+    """`index` (as read) with `row` in place of any row of the same id, written."""
+    others = index[index["id"] != row["id"]]
+    index = (
+        pd.concat([others, pd.DataFrame([row])], ignore_index=True) if len(others) else pd.DataFrame([row])
+    )
+    write_frame(index[INDEX_COLUMNS], root / INDEX)
 
 
 def read_outcomes(root: AnyPath, experiment: str) -> pd.DataFrame:
@@ -214,9 +229,11 @@ def record_experiment(
     provenance: Mapping[str, str],
     ranking: Mapping[str, object],
     now: datetime | None = None,
+    confirmed_by: str | None = None,
 ) -> str:
     """Record this evaluation under its id (nothing is written when it is recorded already) and make
-    it the current experiment; returns its id."""
+    it the current experiment; returns its id. `confirmed_by`: who confirmed a choice on its test
+    split, counted once, when the experiment is new (None: nothing was confirmed)."""
     settings = experiment_settings(outcomes, provenance, ranking)
     experiment = experiment_id(settings)
     index, current = read_index(root), read_current(root)  # before this experiment's folder is there
@@ -237,18 +254,26 @@ def record_experiment(
             "best": best["configuration"].iloc[0] if len(best) else "",
             "best_value": round(float(best["value"].iloc[0]), DIGITS) if len(best) else float("nan"),
             "settings": json.dumps(settings, sort_keys=True, ensure_ascii=False),
+            "tune": "",
         }
         write_bytes(json.dumps(row, ensure_ascii=False, indent=1).encode(), root / experiment / RECORD)
-        others = index[index["id"] != experiment]
-        index = (
-            pd.concat([others, pd.DataFrame([row])], ignore_index=True)
-            if len(others)
-            else pd.DataFrame([row])
-        )
-        write_frame(index[INDEX_COLUMNS], root / INDEX)
+        add_to_index(root, index, row)
+        if confirmed_by is not None and experiment not in set(index["id"]):
+            record_look(root, provenance["questions_sha256"], experiment, confirmed_by, now)
     if current["id"] != experiment:
         write_bytes(json.dumps({"id": experiment, "previous": current["id"]}).encode(), root / CURRENT)
     return experiment
+
+
+def import_experiment(source: AnyPath, root: AnyPath, experiment: str, tune: str) -> None:
+    """Experiment `experiment` of the ledger `source` recorded in the ledger `root` too, marked as a
+    trial of the tuning session `tune`; `root`'s current experiment stays."""
+    index = read_index(source)
+    row = index[index["id"] == experiment].iloc[0].to_dict() | {"tune": tune}
+    target = root / experiment / OUTCOMES
+    if not target.exists():
+        write_bytes((source / experiment / OUTCOMES).read_bytes(), target)
+    add_to_index(root, read_index(root), row)
 
 
 def prune(root: AnyPath, keep: int) -> list[str]:

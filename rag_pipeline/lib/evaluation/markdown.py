@@ -9,7 +9,7 @@ from rag_pipeline.lib.evaluation.metrics import HEADLINE, HEADLINE_BUDGET
 
 # the configuration table everyone reads (the terminal, the UI, report.md); the Parquet has the rest
 SHOWN = ["configuration", "chunks", "evid@1", "evid@5", "mrr@10", "chars@5", "context"]
-SHOWN += ["r@1k", "r@2k", "r@4k", "Δ", "p"]
+SHOWN += ["r@1k", "r@2k", "r@4k", "dev", "test", "Δ", "p"]
 COLUMN_KEY = {
     "configuration": "strategy/retriever; a strategy alone means dense retrieval",
     "chunks": "chunks in the strategy's index",
@@ -18,7 +18,9 @@ COLUMN_KEY = {
     "chars@5": "median characters of the top 5 units",
     "context": "evidence among what would reach the LLM: context_k units within context_chars",
     "r@Nk": f"evidence recall within a budget of N,000 characters; r@{HEADLINE_BUDGET // 1000}k is the headline",
-    "Δ": f"r@{HEADLINE_BUDGET // 1000}k minus the baseline's, on the same questions",
+    "dev": f"r@{HEADLINE_BUDGET // 1000}k on the development questions, which order the table and choose",
+    "test": f"r@{HEADLINE_BUDGET // 1000}k on the test questions, which confirm the choice",
+    "Δ": "test minus the baseline's test, on the same test questions",
     "p": "paired randomisation p-value of Δ (10,000 sign flips)",
 }
 

@@ -122,6 +122,7 @@ def question_outcomes(
                 "question_id": str(q.id),
                 "category": q.category,
                 "source": q.source,
+                "split": q.split,
                 "answerable": q.answerable,
                 "n_evidence": len(q.evidence),
                 "note_rank": int(note_hits[0]) + 1 if len(note_hits) else None,

@@ -17,7 +17,13 @@ import pandas as pd
 from rag_pipeline.lib.evaluation.markdown import SHOWN, folded_md, key_md, provenance_md, to_markdown
 from rag_pipeline.lib.evaluation.metrics import DEPTH, HEADLINE_BUDGET, question_counts
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_plot, pareto_points, recall_grid
-from rag_pipeline.lib.evaluation.tables import compute_tables, rank_table, reference_table, run_label
+from rag_pipeline.lib.evaluation.tables import (
+    RANK_COLUMNS,
+    compute_tables,
+    rank_table,
+    reference_table,
+    run_label,
+)
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.retrieval import RetrievalSettings
 
@@ -126,7 +132,7 @@ def nothing_to_score(
         "question(s) kept apart)."
     )
     markdown = f"# Retrieval evaluation\n\n{provenance_md(provenance, invalid)}\n\n{text}\n"
-    ranks = outcomes[[*run_keys, "question_id", "category", "answerable", "note_rank", "first_evidence_rank"]]
+    ranks = outcomes[[*run_keys, *RANK_COLUMNS]]
     return Report(
         {"evaluation_summary": table, "question_ranks": ranks},
         {},
@@ -207,7 +213,8 @@ def single_report(
         f"access at k={settings.context_k}: {int(at_k['leaked_units'].sum())} units leaked to an asker who "
         f"may not read them, at most {at_k['underfilled'].max():.2f} of the questions under-filled; "
         f"BM25 analyzer `{summary['analyzer'].iloc[0]}`; candidate_k {candidate_k}; what reaches the LLM "
-        f"(context): the first {settings.context_k} units within {settings.context_chars:,} characters"
+        f"(context): the first {settings.context_k} units within {settings.context_chars:,} characters; "
+        f"{judged['n_dev']} development and {judged['n_test']} test questions"
     )
     folds = f"\n\n{folded_md(same)}" if same else ""
     matrix_md = f"{header}{folds}\n\n{to_markdown(matrix[[c for c in SHOWN if c in matrix]])}\n\n{key_md()}"

@@ -10,12 +10,23 @@ import numpy as np
 
 def paired_randomization(a: np.ndarray, b: np.ndarray, rounds: int = 10_000, seed: int = 0) -> float:
     """Two-sided p-value of the mean paired difference a - b, by random sign flips of the differences."""
-    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    if len(diff) == 0 or not diff.any():
-        return 1.0
-    signs = random_signs(rounds, len(diff), seed)
-    observed = abs(diff.mean())
-    return float(((np.abs((signs * diff).mean(axis=1)) >= observed - 1e-12).sum() + 1) / (rounds + 1))
+    return float(paired_randomizations(np.asarray(a, dtype=float)[None, :], b, rounds, seed)[0])
+
+
+def paired_randomizations(a: np.ndarray, b: np.ndarray, rounds: int = 10_000, seed: int = 0) -> np.ndarray:
+    """`paired_randomization` of each row of `a` (configurations x questions) against `b`, with the
+    same sign flips: one matrix product for all rows."""
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)[None, :]
+    p = np.ones(len(diff))
+    if diff.shape[1] == 0:
+        return p
+    signs = random_signs(rounds, diff.shape[1], seed)
+    observed = np.abs(diff.mean(axis=1))
+    # the sums of 0/1 differences are exact, as the element-wise means were
+    flipped = np.abs(signs @ diff.T) / diff.shape[1]
+    varied = diff.any(axis=1)
+    p[varied] = ((flipped[:, varied] >= observed[varied] - 1e-12).sum(axis=0) + 1) / (rounds + 1)
+    return p
 
 
 @functools.lru_cache(maxsize=4)

@@ -23,9 +23,12 @@ from rag_pipeline.lib.evaluation.metrics import (
 )
 from rag_pipeline.lib.evaluation.plots import configuration_name
 from rag_pipeline.lib.evaluation.significance import paired_randomization
+from rag_pipeline.lib.evaluation.splits import FIGURES, MATRIX_COLUMNS, split_table
 from rag_pipeline.lib.retrieval import RetrievalSettings, parse_retriever
 
 run_label = configuration_name
+# question_ranks.parquet's columns after the run's
+RANK_COLUMNS = ["question_id", "category", "answerable", "split", "note_rank", "first_evidence_rank"]
 
 
 @dataclass
@@ -35,6 +38,7 @@ class Tables:
     category: pd.DataFrame
     ranks: pd.DataFrame
     compared: pd.DataFrame
+    splits: pd.DataFrame
     matrix: pd.DataFrame
 
     def named(self) -> dict[str, pd.DataFrame]:
@@ -45,6 +49,7 @@ class Tables:
             "budget_recall": self.budget,
             "category_recall": self.category,
             "comparison": self.compared,
+            "splits": self.splits,
         }
 
 
@@ -76,11 +81,11 @@ def compute_tables(
     summary = summary[run_keys + [c for c in summary.columns if c not in run_keys]]
     budget = pd.concat(budgets, ignore_index=True)
     category = pd.concat(categories, ignore_index=True)
-    ranks = outcomes[[*run_keys, "question_id", "category", "answerable", "note_rank", "first_evidence_rank"]]
+    ranks = outcomes[[*run_keys, *RANK_COLUMNS]]
     compared = comparison(outcomes, run_keys, baseline, settings)
-
-    matrix = matrix_table(summary, budget, compared, settings.context_k)
-    return Tables(summary, budget, category, ranks, compared, matrix)
+    splits = split_table(outcomes, run_keys, baseline)
+    matrix = matrix_table(summary, budget, splits)
+    return Tables(summary, budget, category, ranks, compared, splits, matrix)
 
 
 def reference_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -167,11 +172,11 @@ def comparison(
     return pd.DataFrame(rows)
 
 
-def matrix_table(
-    summary: pd.DataFrame, budget: pd.DataFrame, compared: pd.DataFrame, k: int = 5
-) -> pd.DataFrame:
-    """One row per configuration, best on the headline measure (evidence recall within
-    HEADLINE_BUDGET characters, MRR@10 breaking ties) first; `Δ` and `p` compare it with the baseline."""
+def matrix_table(summary: pd.DataFrame, budget: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration, the chosen first: best on the headline measure (evidence recall
+    within HEADLINE_BUDGET characters) on the development questions, their MRR@10 breaking ties; `dev`
+    and `test` are the headline measure on each split, `Δ` and `p` compare it with the baseline on the
+    test questions (`splits`: `split_table`'s rows; empty: ordered on all questions, no comparison)."""
     headline = HEADLINE
     rows = []
     for (strategy, retriever), run in summary.groupby(["strategy", "retriever"], sort=False):
@@ -180,9 +185,9 @@ def matrix_table(
             "budget_chars"
         )
         c = (
-            compared[(compared["strategy"] == strategy) & (compared["retriever"] == retriever)]
-            if len(compared)
-            else compared
+            splits[(splits["strategy"] == strategy) & (splits["retriever"] == retriever)]
+            if len(splits)
+            else splits
         )
         row = {
             "configuration": run_label(strategy, retriever),
@@ -200,9 +205,10 @@ def matrix_table(
         }
         row |= {f"r@{int(k) // 1000}k": b.at[k, "evidence_recall"] for k in b.index}
         if not c.empty:
-            row |= {"Δ": c[f"{headline}_delta"].iloc[0], "p": c[f"{headline}_p"].iloc[0]}
+            row |= c[FIGURES].rename(columns=MATRIX_COLUMNS).iloc[0].to_dict()
         rows.append(row)
-    table = pd.DataFrame(rows).sort_values([headline, "mrr@10"], ascending=False, kind="stable")
+    order = ["dev", "dev_mrr@10", headline, "mrr@10"] if len(splits) else [headline, "mrr@10"]
+    table = pd.DataFrame(rows).sort_values(order, ascending=False, kind="stable", na_position="last")
     return (
         table.drop(columns=["strategy", "retriever"])
         .assign(strategy=table["strategy"], retriever=table["retriever"])
@@ -212,10 +218,11 @@ def matrix_table(
 
 def glance_tables(matrix: pd.DataFrame, category: pd.DataFrame, baseline: str) -> dict[str, pd.DataFrame]:
     """The two tables a person reads first, narrow enough for a laptop's metadata column: the top
-    five configurations on the headline measure (with Δ and p against the baseline), and recall@5
-    per question category of the best configuration beside the baseline's."""
-    # Δ and p only when the baseline was evaluated
-    top = matrix.head(5)[[c for c in ("configuration", HEADLINE, "Δ", "p") if c in matrix]].copy()
+    five configurations on the headline measure (on all questions, on the development and the test
+    questions, with Δ and p against the baseline on the test questions), and recall@5 per question
+    category of the best configuration beside the baseline's."""
+    shown = ("configuration", HEADLINE, "dev", "test", "Δ", "p")
+    top = matrix.head(5)[[c for c in shown if c in matrix]].copy()
     if "p" in top:
         top["p"] = [f"{p:.2g}" if p == p else "" for p in top["p"]]
     by_run = category.set_index("configuration")

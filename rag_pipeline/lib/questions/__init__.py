@@ -1,6 +1,6 @@
-"""Gold questions: their labels, the gold status of each label at the indexed commit, the
-drift report and its suggestions, the refresh of a questions file, generated drafts, and whether a
-question quotes a note its asker may not read."""
+"""Gold questions: their labels, their split (dev or test), the gold status of each label at the
+indexed commit, the drift report and its suggestions, the refresh of a questions file, generated
+drafts, and whether a question quotes a note its asker may not read."""
 
 from rag_pipeline.lib.questions.drafts import CATEGORIES, Draft, draft
 from rag_pipeline.lib.questions.evidence import evidence_problems, invalid_gold_message
@@ -24,6 +24,7 @@ from rag_pipeline.lib.questions.prompted import LLM_CATEGORIES, Asker
 from rag_pipeline.lib.questions.quoting import MIN_RUN, QuoteCheck, quoting_warnings
 from rag_pipeline.lib.questions.refresh import RELABEL_THRESHOLD, drift_md, refresh, stale_suggestions
 from rag_pipeline.lib.questions.similarity import SENTENCE, WORD, cut_level, dice, most_similar_span
+from rag_pipeline.lib.questions.splits import DEV, SPLITS, TEST, TEST_SHARE, hashed_split, split_of
 from rag_pipeline.lib.questions.status import (
     DRIFT_COLUMNS,
     DRIFT_SCHEMA,
@@ -35,6 +36,7 @@ from rag_pipeline.lib.questions.verify import N_CHARS, N_WORDS, Verified, shared
 
 __all__ = [
     "CATEGORIES",
+    "DEV",
     "DRIFT_COLUMNS",
     "DRIFT_SCHEMA",
     "LLM_CATEGORIES",
@@ -44,6 +46,9 @@ __all__ = [
     "OFFLINE_CATEGORIES",
     "RELABEL_THRESHOLD",
     "SENTENCE",
+    "SPLITS",
+    "TEST",
+    "TEST_SHARE",
     "WORD",
     "Asker",
     "Candidate",
@@ -65,6 +70,7 @@ __all__ = [
     "evidence_problems",
     "gold_counts",
     "gold_problems",
+    "hashed_split",
     "invalid_gold_message",
     "load_questions",
     "most_similar_span",
@@ -78,6 +84,7 @@ __all__ = [
     "refresh",
     "resolve_label_commits",
     "shared_run",
+    "split_of",
     "stale_suggestions",
     "usable",
     "verify",

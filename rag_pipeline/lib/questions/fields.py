@@ -7,10 +7,10 @@ from __future__ import annotations
 from rag_pipeline.lib.core import closest
 
 # every field a question may carry; `relabelled` is written by `gold refresh`, `generated` and
-# `generator` mark generated questions
+# `generator` mark generated questions, `split` puts a question in `dev` or `test`
 FIELDS = frozenset(
     {"id", "q", "slug", "section", "evidence", "slug2", "section2", "evidence2", "category"}
-    | {"answer_pattern", "groups", "commit", "critical", "relabelled", "generated", "generator"}
+    | {"answer_pattern", "groups", "commit", "critical", "relabelled", "generated", "generator", "split"}
 )
 OWN_FIELD_PREFIX = "x-"
 

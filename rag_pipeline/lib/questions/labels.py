@@ -9,7 +9,9 @@ notes commit the evidence was labelled against; `"critical": true` marks a quest
 newly miss (see `rag_pipeline.lib.release`); `rag_pipeline.lib.questions.status` follows the label from
 there to the indexed commit (`ok`, `carried`, `stale` or `invalid`); `groups` are the asker's groups.
 `"generated": true` (and `"generator"`) marks a question `gold generate` wrote, reported apart (its
-`source`). Any other field is an error unless it starts with `x-` (`rag_pipeline.lib.questions.fields`).
+`source`); `"split": "dev"` or `"test"` puts it in that split (default: by its id, see
+`rag_pipeline.lib.questions.splits`). Any other field is an error unless it starts with `x-`
+(`rag_pipeline.lib.questions.fields`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pandas as pd
 from rag_pipeline.lib.core import UNAUTHORIZED, may_read
 from rag_pipeline.lib.questions.evidence import evidence_span
 from rag_pipeline.lib.questions.fields import unknown_field
+from rag_pipeline.lib.questions.splits import SPLITS, TEST_SHARE, split_of
 
 
 class QuestionsError(ValueError):
@@ -49,6 +52,7 @@ class Question:
     commit: str | None = None  # the notes commit the evidence was labelled against
     critical: bool = False  # a release that newly misses it is rejected
     generated: bool = False  # written by `gold generate`, not by hand: reported apart
+    split: str | None = None  # `dev` or `test` as the file says (None: by its id) or as a frame resolved it
 
     @property
     def source(self) -> str:
@@ -129,6 +133,9 @@ def parse_questions(items: object, source: str) -> list[Question]:
                 evidence.append(Evidence(note2, _field(item, "section2", where, (str,), False), second))
         category = _field(item, "category", where, (str,), required=False)
         _field(item, "generator", where, (str,), required=False)  # provenance only: checked, not kept
+        split = _field(item, "split", where, (str,), required=False)
+        if split is not None and split not in SPLITS:
+            raise QuestionsError(f'{where}: field \'split\' must be "dev" or "test", got {split!r}')
         groups = _field(item, "groups", where, (list, str), required=False)
         if isinstance(groups, str):
             groups = [groups]
@@ -145,6 +152,7 @@ def parse_questions(items: object, source: str) -> list[Question]:
                 commit=_commit(item, where),
                 critical=_flag(item, "critical", where),
                 generated=_flag(item, "generated", where),
+                split=split,
             )
         )
     if not questions:
@@ -204,10 +212,12 @@ def questions_frame(
     texts: dict[str, str],
     invalid: dict[str, str] | None = None,
     gold_status: dict[str, str] | None = None,
+    test_share: float = TEST_SHARE,
 ) -> pd.DataFrame:
     """One row per question; each evidence carries its located span (null when absent); `invalid`
     holds why a question is left out as a labelling error (null for a usable one); `gold_status`
-    (by question id, see `rag_pipeline.lib.questions.status`; default `invalid` or `ok`) and `label_commit`."""
+    (by question id, see `rag_pipeline.lib.questions.status`; default `invalid` or `ok`), `label_commit`
+    and `split` (its own, or by its id with `test_share`)."""
     invalid = invalid or {}
     gold_status = gold_status or {}
     rows = []
@@ -237,6 +247,7 @@ def questions_frame(
                 "label_commit": q.commit,
                 "critical": q.critical,
                 "source": q.source,
+                "split": split_of(q.id, q.split, test_share),
                 "gold_status": gold_status.get(str(q.id), "invalid" if str(q.id) in invalid else "ok"),
             }
         )
@@ -279,6 +290,7 @@ def questions_from_frame(
                 commit=label if isinstance(label := getattr(row, "label_commit", None), str) else None,
                 critical=bool(getattr(row, "critical", False)),
                 generated=getattr(row, "source", "hand") == "generated",
+                split=getattr(row, "split", None),
             )
         )
         spans[row.question_id] = [

