@@ -230,7 +230,11 @@ def unknown_variables(env: Mapping[str, str]) -> list[str]:
     for name in sorted(env):
         if name.startswith("RAG_") and name not in read:
             near = closest(name, known, within=3)
-            hint = f"did you mean {near}?" if near else "the settings are listed in rag_pipeline/settings/__init__.py"
+            hint = (
+                f"did you mean {near}?"
+                if near
+                else "the settings are listed in rag_pipeline/settings/__init__.py"
+            )
             lines.append(f"warning: {name} is not a setting; {hint}")
     return lines
 

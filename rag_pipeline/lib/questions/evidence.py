@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from rag_pipeline.lib.questions.labels import Evidence, Question
+from rag_pipeline.lib.questions.question import Evidence, Question
 
 
 def evidence_problems(questions: list[Question], texts: dict[str, str]) -> dict[str, str]:

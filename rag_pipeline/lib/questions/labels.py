@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -27,42 +26,8 @@ import pandas as pd
 from rag_pipeline.lib.core import UNAUTHORIZED, may_read
 from rag_pipeline.lib.questions.evidence import evidence_span
 from rag_pipeline.lib.questions.fields import unknown_field
+from rag_pipeline.lib.questions.question import Evidence, Question, QuestionsError
 from rag_pipeline.lib.questions.splits import SPLITS, TEST_SHARE, split_of
-
-
-class QuestionsError(ValueError):
-    """The questions file is malformed; the message names the file, question and field."""
-
-
-@dataclass(frozen=True)
-class Evidence:
-    note: str
-    section: str | None
-    text: str
-
-
-@dataclass(frozen=True)
-class Question:
-    id: int | str
-    q: str
-    category: str
-    evidence: tuple[Evidence, ...]
-    answer_pattern: str | None = None
-    groups: tuple[str, ...] | None = None  # the asker's groups; None: may read every note
-    commit: str | None = None  # the notes commit the evidence was labelled against
-    critical: bool = False  # a release that newly misses it is rejected
-    generated: bool = False  # written by `gold generate`, not by hand: reported apart
-    split: str | None = None  # `dev` or `test` as the file says (None: by its id) or as a frame resolved it
-
-    @property
-    def source(self) -> str:
-        """`generated` or `hand`: the question set a report row is computed on."""
-        return "generated" if self.generated else "hand"
-
-    @property
-    def answerable(self) -> bool:
-        """Scored for recall: it has evidence its asker may read."""
-        return bool(self.evidence) and self.category != UNAUTHORIZED
 
 
 def _field(item: dict, name: str, where: str, kinds: tuple[type, ...], required: bool = True):
