@@ -11,6 +11,7 @@ from rag_pipeline.defs import (
     chunks,
     embeddings,
     evaluation,
+    judgments,
     questions,
     release,
     retrieval,
@@ -22,6 +23,7 @@ from rag_pipeline.defs.resources import (
     AnswerResource,
     DataStore,
     EmbedderResource,
+    JudgeResource,
     NotesRepository,
     QuestionsFile,
     ReleaseResource,
@@ -51,6 +53,7 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "retrieval": RetrievalResource.from_settings(settings),
         "serving": ServingResource.from_settings(settings),
         "answerer": AnswerResource.from_settings(settings),
+        "judge": JudgeResource.from_settings(settings, store=store),
         "release": ReleaseResource.from_settings(settings),
     }
 
@@ -89,6 +92,7 @@ def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object]
                 evaluation.summary_asset(strategies, resources),
                 serving.evaluation_asset(strategies, resources),
                 answers.answers_asset(strategies, baseline, served, resources),
+                judgments.judgments_asset(strategies, resources),
                 release.release_asset(strategies, served, resources),
             ]
         ),

@@ -3,6 +3,7 @@
 from rag_pipeline.lib.answers.cache import AnswerCache, answer_all, reply_texts
 from rag_pipeline.lib.answers.llm import (
     LLM,
+    ChatLLM,
     ExtractiveLLM,
     LLMError,
     OllamaLLM,
@@ -16,12 +17,14 @@ from rag_pipeline.lib.answers.scoring import (
     ABSTAIN,
     BASELINE_STRATEGY,
     SHORT_KEY,
+    Prompt,
     Reply,
     answer_summary,
     answer_table,
     make_prompt,
     parse_reply,
     score_answers,
+    without_citations,
 )
 from rag_pipeline.lib.answers.units import NONE, ORACLE, Unit, context_units, oracle_units, prompt_units
 
@@ -33,10 +36,12 @@ __all__ = [
     "ORACLE",
     "SHORT_KEY",
     "AnswerCache",
+    "ChatLLM",
     "ExtractiveLLM",
     "LLMError",
     "OllamaLLM",
     "OpenAILLM",
+    "Prompt",
     "Reply",
     "Sampling",
     "Unit",
@@ -53,4 +58,5 @@ __all__ = [
     "score_answers",
     "sentences",
     "split_thinking",
+    "without_citations",
 ]

@@ -1,6 +1,6 @@
 """Metrics from per-question outcomes, the report's tables, plots and Markdown."""
 
-from rag_pipeline.lib.evaluation.experiments import LEDGER, record_experiment
+from rag_pipeline.lib.evaluation.experiments import LEDGER, record_experiment, record_judged
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, plain, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
@@ -72,6 +72,7 @@ __all__ = [
     "recall_at_k",
     "recall_grid",
     "record_experiment",
+    "record_judged",
     "records",
     "reference_table",
     "relevant_column",

@@ -5,6 +5,8 @@ Under the data directory:
 - `experiments/<id>/outcomes.parquet`: one row per configuration (strategy x retriever) and question:
   first evidence rank, evidence hit at each reported k and within the headline budget, characters
   passed, leaked units, gold status and a digest of the question and its evidence;
+- `experiments/<id>/judged.parquet`: per answered configuration and question, the judge's score on each
+  criterion (`faithful`, `correct`, `cites_support`) of the latest answers judged under that experiment;
 - `experiments/current.json`: the experiment the reports on disk come from, and the one built before it.
 
 The id digests what shaped the outcomes (see `experiment_settings`), so a rerun of the same experiment
@@ -31,6 +33,7 @@ from rag_pipeline.lib.questions.labels import asker_groups
 LEDGER = "experiments"
 INDEX = "index.parquet"
 OUTCOMES = "outcomes.parquet"
+JUDGED = "judged.parquet"
 CURRENT = "current.json"
 SCORED = ("ok", "carried")  # the gold statuses under which a question is scored
 HIT = f"hit@{HEADLINE_BUDGET}chars"  # the headline measure, per question
@@ -138,6 +141,27 @@ def configurations(frame: pd.DataFrame) -> pd.DataFrame:
     return order.sort_values(["rounded", "mrr@10"], ascending=False, kind="stable").drop(columns="rounded")
 
 
+def embedder_name(embedding_version: str) -> str:
+    """`backend:model` of an `embedding_version`, without the model's version and digest."""
+    return ", ".join(v.split("@", 1)[0].split("/", 1)[0] for v in embedding_version.split(", "))
+
+
+def _flat(settings: dict, prefix: str = "") -> dict[str, object]:
+    flat = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat |= _flat(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def changed(a: dict, b: dict) -> dict[str, tuple[object, object]]:
+    """{setting: (a's value, b's value)} for every setting that differs (missing: None)."""
+    fa, fb = _flat(a), _flat(b)
+    return {k: (fa.get(k), fb.get(k)) for k in dict.fromkeys([*fa, *fb]) if fa.get(k) != fb.get(k)}
+
+
 def read_index(root: AnyPath) -> pd.DataFrame:
     path = root / INDEX
     return read_frame(path) if path.exists() else pd.DataFrame(columns=INDEX_COLUMNS)
@@ -197,6 +221,30 @@ def record_experiment(
     return experiment
 
 
+def record_judged(root: AnyPath, scores: pd.DataFrame, questions: pd.DataFrame) -> str | None:
+    """Record judged outcomes (per strategy, retriever, question_id, llm_version and judge_version, a
+    score column per criterion) under the current experiment, replacing what it held (written only
+    when it changed); returns the experiment's id, None when none is current."""
+    current = read_current(root)["id"]
+    if current is None:
+        return None
+    asked = pd.DataFrame(
+        {
+            "question_id": questions["question_id"].astype(str),
+            "question_sha256": [question_digest(row) for row in questions.itertuples(index=False)],
+            "category": questions["category"],
+            "answerable": questions["answerable"].astype(bool),
+        }
+    )
+    first = ["strategy", "retriever", "question_id", "question_sha256", "category", "answerable"]
+    frame = scores.merge(asked, on="question_id", how="inner")
+    frame = frame[first + [c for c in frame.columns if c not in first]].reset_index(drop=True)
+    path = root / current / JUDGED
+    if not path.exists() or not read_frame(path).equals(frame):
+        write_frame(frame, path)
+    return current
+
+
 def prune(root: AnyPath, keep: int) -> list[str]:
     """Remove all but the `keep` newest experiments (the current one and the one before it are always
     kept); returns the ids removed. The index is rewritten first, so an interrupted prune leaves at
@@ -209,6 +257,7 @@ def prune(root: AnyPath, keep: int) -> list[str]:
         return []
     write_frame(index[index["id"].isin(kept)].reset_index(drop=True), root / INDEX)
     for experiment in gone:
+        (root / experiment / JUDGED).unlink(missing_ok=True)
         path = root / experiment / OUTCOMES
         path.unlink(missing_ok=True)
         if isinstance(path, Path) and path.parent.exists() and not any(path.parent.iterdir()):
