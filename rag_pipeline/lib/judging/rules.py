@@ -7,7 +7,7 @@
   more; an evidence without one: its whole text); unanswerable and unauthorized: it declines.
 
 Text is compared after NFKC, case folding and with whitespace removed; a number only as a whole
-number (3 is not found in 30). Plain words are not checked: a paraphrase passes faithful, a claim
+number (15 is not found in 15.6 or 150). Plain words are not checked: a paraphrase passes faithful, a claim
 with none of these tokens cannot fail it.
 """
 
@@ -22,8 +22,9 @@ from rag_pipeline.lib.core import SENTENCE_END
 from rag_pipeline.lib.judging.items import ANSWERABLE, Item
 from rag_pipeline.lib.judging.rubric import NO, YES
 
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-/:][A-Za-z0-9_]+)*")
+# ASCII tokens: a number stands alone (the 40 of 40P01 is part of an identifier)
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
+WORD = re.compile(r"(?<![A-Za-z0-9_])(?=[0-9_]*[A-Za-z])[A-Za-z0-9_]+(?:[.\-/:][A-Za-z0-9_]+)*")
 QUOTED = re.compile(r"「([^」]+)」|『([^』]+)』|“([^”]+)”|\"([^\"]+)\"|`([^`]+)`")
 KATAKANA = re.compile(r"[ァ-ヺー]{2,}")
 KANJI = re.compile(r"[\u4e00-\u9fff々]{2,}")
@@ -58,10 +59,10 @@ def key_terms(evidence: str) -> list[str]:
 
 
 def found(term: str, text: str) -> bool:
-    """`term` in the squashed `text`; a number only where no digit touches it."""
+    """`term` in the squashed `text`; a number only as a whole number (15 is not in 15.6 or 150)."""
     term = squash(term)
-    if NUMBER.fullmatch(term):
-        return re.search(rf"(?<!\d){re.escape(term)}(?!\d)", text) is not None
+    if re.fullmatch(r"\d+(?:[.,]\d+)*", term):
+        return re.search(rf"(?<!\d)(?<!\d[.,]){re.escape(term)}(?![.,]?\d)", text) is not None
     return term in text
 
 

@@ -119,9 +119,7 @@ def served_lines(summary: pd.DataFrame, run: str) -> list[str]:
 
 def question_scores(scores: pd.DataFrame) -> pd.DataFrame:
     """Per item (`KEY` and judge_version), one score column per criterion (NaN: no valid verdict)."""
-    wide = scores.pivot_table(
-        index=[*KEY, "judge_version"], columns="criterion", values="score", aggfunc="first", dropna=False
-    )
+    wide = scores.set_index([*KEY, "judge_version", "criterion"])["score"].unstack("criterion")
     wide = wide.reindex(columns=list(CRITERIA)).reset_index()
     wide.columns.name = None
     return wide
