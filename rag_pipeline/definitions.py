@@ -92,7 +92,7 @@ def build_assets(strategies: Iterable[Strategy], resources: Mapping[str, object]
                 evaluation.summary_asset(strategies, resources),
                 serving.evaluation_asset(strategies, resources),
                 answers.answers_asset(strategies, baseline, served, resources),
-                judgments.judgments_asset(strategies, resources),
+                judgments.judgments_asset(strategies, served, resources),
                 release.release_asset(strategies, served, resources),
             ]
         ),

@@ -32,6 +32,7 @@ from rag_pipeline.lib.judging import (
     judged_table,
     question_scores,
     read_labels,
+    served_lines,
 )
 from rag_pipeline.lib.questions import questions_from_frame, usable
 
@@ -44,7 +45,17 @@ def labels_of(judge: JudgeResource) -> pd.DataFrame:
     return read_labels(path)
 
 
-def judgments_asset(strategies: list[Strategy], resources: Mapping[str, object]) -> dg.AssetsDefinition:
+def shown_on(context: dg.AssetExecutionContext, metadata: Mapping[str, object]) -> None:
+    """The judged summary on the pages of `answers` and `evaluation_summary` too, as an observation of
+    each: Dagster's automation and stale status read only materializations of an asset that is
+    materialized, so an observation changes nothing of what runs."""
+    for key in ("answers", "evaluation_summary"):
+        context.log_event(dg.AssetObservation(asset_key=key, metadata=dict(metadata)))
+
+
+def judgments_asset(
+    strategies: list[Strategy], served: tuple[str, str], resources: Mapping[str, object]
+) -> dg.AssetsDefinition:
     names = [s.name for s in strategies]
 
     @stage_asset(
@@ -73,6 +84,7 @@ def judgments_asset(strategies: list[Strategy], resources: Mapping[str, object])
         retrieval: RetrievalResource,
         judge: JudgeResource,
     ) -> dg.MaterializeResult:
+        labels = labels_of(judge)  # a bad labels file fails before anything is asked or written
         answers = store.read(lanes.ANSWERS)
         questions = store.read(lanes.QUESTIONS)
         cleaned_notes = store.read(lanes.CLEANED_NOTES)
@@ -83,7 +95,6 @@ def judgments_asset(strategies: list[Strategy], resources: Mapping[str, object])
         units = run_units(store, retrieval, strategies, runs, asked_questions, spans, cleaned_notes)
         access = dict(zip(cleaned_notes["note"], cleaned_notes["access"]))
         items = judge_items(answers, units, asked_questions, access)
-        labels = labels_of(judge)
         model = judge.get()
         with forward_logs(context):
             judged = judge_all(model, items, judge.times(model), judge.bias_sample)
@@ -100,7 +111,14 @@ def judgments_asset(strategies: list[Strategy], resources: Mapping[str, object])
         record_judged(store.path(LEDGER), question_scores(scores), usable(questions))
         shown = to_markdown(judged_table(summary))
         context.log.info(f"judged summary ({judged.asked} judge requests):\n{shown}")
-        corrected = "people's labels correct the mean (PPI)" if counts["used"] else "uncorrected"
+        corrected = "corrected by people's labels (PPI)" if counts["used"] else "the judge's, uncorrected"
+        pages = {
+            f"judged {'/'.join(served)}": dg.MetadataValue.md(
+                "\n".join(f"- {line}" for line in served_lines(summary, "/".join(served))) or "not answered"
+            ),
+            "judged_summary": dg.MetadataValue.md(f"{shown}\n\n{SHORT_KEY}"),
+        }
+        shown_on(context, pages)
         return materialized(
             config_digest(
                 content_version(judged.rows, JUDGMENT_COLUMNS),
@@ -110,11 +128,11 @@ def judgments_asset(strategies: list[Strategy], resources: Mapping[str, object])
             {
                 "judge_version": short(model.judge_version, 60),
                 "prompts_asked": judged.asked,
-                "figures": f"the judge's, {corrected}",
+                "figures": corrected,
                 "labels_used": counts["used"],
                 "labels_stale": counts["stale"],
                 "labels_unmatched": counts["unmatched"],
-                "judged_summary": dg.MetadataValue.md(f"{shown}\n\n{SHORT_KEY}"),
+                **pages,
             },
             files=[rows_file, summary_file, items_file],
             kept={"judge_version": model.judge_version},

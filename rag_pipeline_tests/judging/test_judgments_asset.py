@@ -128,7 +128,12 @@ def test_labels_correct_the_mean_and_a_new_labels_file_asks_nothing(small_env, t
         summary = pd.read_parquet(tmp_path / "out" / "reports" / "judged_summary.parquet")
         row = summary[(summary["strategy"] == "section") & (summary["criterion"] == "faithful")].iloc[0]
         assert row["n_labels"] == 5 and row["ppi_mean"] == 1.0 and row["ppi_high"] == 1.0
-        assert make_run(project_definitions(env), instance)[1] is None  # nothing stale after
+        # the pages of answers and evaluation_summary show it too, as observations: nothing stale after
+        for key in ("answers", "evaluation_summary"):
+            seen = instance.fetch_observations(dg.AssetKey(key), limit=1).records[0].asset_observation
+            assert "PPI" in seen.metadata["judged_summary"].value
+            assert "faithful 1.00 [1.00, 1.00] (PPI, 5 labels" in seen.metadata["judged section/dense"].value
+        assert make_run(project_definitions(env), instance)[1] is None
 
 
 def test_the_default_judge_is_the_offline_rules(small_env, tmp_path):

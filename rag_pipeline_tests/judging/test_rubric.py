@@ -1,8 +1,10 @@
 """What a model judge is sent and how its reply is read: strictly, never repaired."""
 
+from pathlib import Path
+
 import pytest
 
-from rag_pipeline.lib.judging import INVALID, fence, judge_prompt, parse_verdict
+from rag_pipeline.lib.judging import INVALID, RUBRIC, fence, judge_prompt, parse_verdict
 from rag_pipeline_tests.judging.conftest import item
 
 
@@ -53,3 +55,8 @@ def test_an_unauthorized_question_shows_no_reference():
     answer = item("ANSWER: NONE", kind="unauthorized", evidence=())
     prompt = judge_prompt(answer, "correct")
     assert "<reference>" not in prompt and "correct only if it declines" in prompt
+
+
+def test_the_docs_show_the_rubric_word_for_word():
+    page = " ".join((Path(__file__).parents[2] / "docs" / "answers.md").read_text().split())
+    assert all(f"| `{name}` | {text} |" in page for name, text in RUBRIC.items())

@@ -169,8 +169,11 @@ def test_a_chunker_version_bump_runs_only_its_lane_and_what_reads_every_lane(sma
     assert set(found.stale.values()) == {"has a new code version"}
     done, reused = done_and_reused(result)
     lane = {f"{stage}_fixed_500" for stage in ("chunks", "embeddings", "retrieval", "evaluation", "index")}
-    # the summaries (and the answers, which read every retrieval) follow only if what they read changed
-    assert lane <= done <= lane | {"evaluation_summary", "serving_evaluation", "answers", "release"}
+    # the summaries (and the answers and judgments, which read every retrieval) follow only if what
+    # they read changed
+    assert (
+        lane <= done <= lane | {"evaluation_summary", "serving_evaluation", "answers", "judgments", "release"}
+    )
     assert not (reused & lane) and "chunks_fixed_200" not in done | reused
 
 
@@ -194,6 +197,7 @@ def test_the_make_run_path_executes_only_what_is_stale(notes_repo, small_env):
         "evaluation_summary",
         "serving_evaluation",
         "answers",
+        "judgments",
         "release",
     }
     assert {"chunks_section", "embeddings_section", "retrieval_section", "index_section"} <= reused

