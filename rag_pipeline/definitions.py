@@ -2,6 +2,7 @@
 
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import dagster as dg
 
@@ -32,6 +33,7 @@ from rag_pipeline.defs.resources import (
 )
 from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name
 from rag_pipeline.lib.chunking import Strategy, load_strategies
+from rag_pipeline.lib.judging import LabelsError, read_labels
 from rag_pipeline.lib.retrieval import plan
 from rag_pipeline.settings import DEFAULTS, Settings, SettingsError
 
@@ -134,10 +136,27 @@ def check_runs(settings: Settings, strategies: list[Strategy]) -> None:
             )
 
 
+def check_labels(settings: Settings) -> None:
+    """A `RAG_JUDGE_LABELS` file that is missing or malformed stops the code location as a bad setting
+    does (`judgments` reads it again when it runs: the file may change meanwhile)."""
+    if not settings.judge_labels:
+        return
+    path = Path(settings.judge_labels)
+    if not path.exists():
+        raise SettingsError(
+            f"RAG_JUDGE_LABELS={path}: no such file (`python -m rag_pipeline.judge label` writes one)"
+        )
+    try:
+        read_labels(path)
+    except LabelsError as exc:
+        raise SettingsError(f"RAG_JUDGE_LABELS: {exc}") from None
+
+
 def build_definitions(settings: Settings) -> dg.Definitions:
     resources = build_resources(settings)
     strategies = load_strategies(settings.strategies or None, settings.strategy_file or None)
     check_runs(settings, strategies)
+    check_labels(settings)
     assets = build_assets(strategies, resources)
     data_dir = data_dir_name(settings.data_dir)
     outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)

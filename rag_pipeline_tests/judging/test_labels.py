@@ -9,6 +9,7 @@ import pytest
 
 from rag_pipeline.cli.judge import main
 from rag_pipeline.lib.judging import LabelsError, answer_sha256, attach_labels, label_order, read_labels
+from rag_pipeline_tests.support.runs import cli
 
 ITEMS = pd.DataFrame(
     {
@@ -106,3 +107,15 @@ def test_label_records_each_answer_and_resumes_where_it_stopped(tmp_path, monkey
     done = [(e["question_id"], e["strategy"]) for e in labels]
     assert len(set(done)) == 5  # no answer shown twice
     assert main(["label", "--criterion", "correct", "--n", "0", "--out", str(out)]) == 2
+
+
+def test_a_bad_labels_file_stops_make_run_with_one_line(small_env, tmp_path):
+    bad = tmp_path / "labels.json"
+    bad.write_text(json.dumps([label(0, "yes")]))
+    for path, said in [
+        (bad, f"RAG_JUDGE_LABELS: {bad}: label 1: label 'yes'"),
+        (tmp_path / "no.json", "no such file"),
+    ]:
+        done = cli("rag_pipeline.run", [], small_env | {"RAG_JUDGE_LABELS": str(path)}, tmp_path)
+        assert done.returncode == 2 and said in done.stderr
+        assert len([line for line in done.stderr.splitlines() if line.startswith("error")]) == 1
