@@ -62,9 +62,9 @@ def judgments_asset(
         "judgments",
         group="answers",
         version="judgments",
-        # the judge (its repeats, bias sample and labels file), and what rebuilds the passages an
-        # answer was given: the context budget and the strategies
-        config=lambda judge, retrieval: config_digest(judge.version(), retrieval.version(), names),
+        # the judge (its repeats, bias sample and labels file), what rebuilds the passages an answer
+        # was given (the context budget and the strategies), and the release run its pages show
+        config=lambda judge, retrieval: config_digest(judge.version(), retrieval.version(), names, served),
         resources=resources,
         deps=[
             "answers",
