@@ -2,6 +2,7 @@
 
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import dagster as dg
 
@@ -12,6 +13,7 @@ from rag_pipeline.defs import (
     conditions,
     embeddings,
     evaluation,
+    judgments,
     questions,
     release,
     retrieval,
@@ -23,6 +25,7 @@ from rag_pipeline.defs.resources import (
     AnswerResource,
     DataStore,
     EmbedderResource,
+    JudgeResource,
     NotesRepository,
     QuestionsFile,
     ReleaseResource,
@@ -31,6 +34,7 @@ from rag_pipeline.defs.resources import (
 )
 from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name
 from rag_pipeline.lib.chunking import Strategy, load_strategies
+from rag_pipeline.lib.judging import LabelsError, read_labels
 from rag_pipeline.lib.retrieval import plan
 from rag_pipeline.settings import DEFAULTS, Settings, SettingsError
 
@@ -52,6 +56,7 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "retrieval": RetrievalResource.from_settings(settings),
         "serving": ServingResource.from_settings(settings),
         "answerer": AnswerResource.from_settings(settings),
+        "judge": JudgeResource.from_settings(settings, store=store),
         "release": ReleaseResource.from_settings(settings),
     }
 
@@ -94,6 +99,7 @@ def build_assets(
                 evaluation.summary_asset(strategies, resources),
                 serving.evaluation_asset(strategies, resources),
                 answers.answers_asset(strategies, baseline, served, resources),
+                judgments.judgments_asset(strategies, served, resources),
                 release.release_asset(strategies, served, resources),
             ],
             retry_after,
@@ -136,6 +142,22 @@ def check_runs(settings: Settings, strategies: list[Strategy]) -> None:
             )
 
 
+def check_labels(settings: Settings) -> None:
+    """A `RAG_JUDGE_LABELS` file that is missing or malformed stops the code location as a bad setting
+    does (`judgments` reads it again when it runs: the file may change meanwhile)."""
+    if not settings.judge_labels:
+        return
+    path = Path(settings.judge_labels)
+    if not path.exists():
+        raise SettingsError(
+            f"RAG_JUDGE_LABELS={path}: no such file (`python -m rag_pipeline.judge label` writes one)"
+        )
+    try:
+        read_labels(path)
+    except LabelsError as exc:
+        raise SettingsError(f"RAG_JUDGE_LABELS: {exc}") from None
+
+
 def build_definitions(settings: Settings, strategies: list[Strategy] | None = None) -> dg.Definitions:
     """The Definitions `settings` describe (`strategies`: those instead of the settings' own)."""
     resources = build_resources(settings)
@@ -148,6 +170,7 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
         raise SettingsError(
             f"RAG_CANDIDATE_K={settings.candidate_k}, RAG_CONTEXT_K={settings.context_k}: {exc}"
         ) from None
+    check_labels(settings)
     assets = build_assets(strategies, resources, settings.retry_after)
     data_dir = data_dir_name(settings.data_dir)
     outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)

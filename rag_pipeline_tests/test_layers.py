@@ -18,6 +18,7 @@ LIB = [
     "retrieval",
     "evaluation",
     "answers",
+    "judging",
     "serving",
     "release",
 ]

@@ -5,11 +5,13 @@ Every materialization of `evaluation_summary` records its per-question outcomes 
 
 - `list [--json]`: each experiment, oldest first; `*` marks the current build; how many choices each
   questions file's test split has confirmed (a warning past RAG_TEST_LOOKS).
-- `compare [A] [B] [--all] [--json]`: B against A on the questions both scored. A reference is
-  `experiment[:strategy/retriever]`, the experiment an id (or its prefix), `current` or `previous`;
+- `compare [A] [B] [--measure M] [--all] [--json]`: B against A on the questions both scored. A reference
+  is `experiment[:strategy/retriever]`, the experiment an id (or its prefix), `current` or `previous`;
   A defaults to `previous`, B to `current`; a reference without a configuration takes the other's, and
   when neither names one both take B's best, or, when the two differ in the embedder, every
-  configuration that uses it. `--all`: every configuration the two share, Holm-corrected.
+  configuration that uses it. `--all`: every configuration the two share, Holm-corrected. `--measure`:
+  the headline `hit@2000chars` (default), `hit@k`, or a judged criterion (`faithful`, `correct`,
+  `cites_support`: the judge's share of yes, over the configurations answered).
 - `prune --keep N`: remove all but the N newest experiments (the current one and the one before it stay).
 - `repair`: rebuild `index.parquet` and `current.json` from the `<id>/` folders (a run does it too).
 - `run-embedders [SPECS]`: build and evaluate the current settings under each embedder of SPECS (or
@@ -32,14 +34,15 @@ import pandas as pd
 from rag_pipeline.cli.embedders import run_embedders
 from rag_pipeline.lib.core import AnyPath, StorageError, location
 from rag_pipeline.lib.evaluation import LEDGER, UnknownReference, compare, compare_all, to_markdown
-from rag_pipeline.lib.evaluation.experiments import prune, read_current, read_index
+from rag_pipeline.lib.evaluation.experiments import HIT, prune, read_current, read_index
 from rag_pipeline.lib.evaluation.looks import look_counts, looks_sentence
+from rag_pipeline.lib.evaluation.measures import MEASURES, checked
 from rag_pipeline.lib.evaluation.pairs import Pairing, pairing
 from rag_pipeline.lib.evaluation.repair import repair
+from rag_pipeline.lib.evaluation.settings_diff import embedder_name
 from rag_pipeline.lib.evaluation.verdict import MEASURE
 from rag_pipeline.lib.evaluation.versus import (
     Comparison,
-    embedder_name,
     names,
     ranked_list,
     resolve_pair,
@@ -90,22 +93,23 @@ def list_experiments(root: AnyPath, as_json: bool, limit: int) -> str:
 
 
 def comparison_text(c: Comparison, a_name: str, b_name: str) -> str:
+    what = "rank in a → in b), - = not in the top 50" if c.recall else "the judge's score in a → in b)"
     lines = [
         f"a  {c.a}  ({a_name})",
         f"b  {c.b}  ({b_name})",
         f"compared on the {c.n_questions} questions both scored (a scored {c.n_a}, b {c.n_b}): the same id, "
-        "question and evidence, answerable, gold stale in neither",
+        "question and evidence, " + ("answerable, gold stale in neither" if c.recall else "judged in both"),
         "",
         "| measure | a | b | b - a |",
         "|---|---|---|---|",
-        f"| {MEASURE} | {c.value_a:.3f} | {c.value_b:.3f} | {c.delta:+.3f} |",
+        f"| {c.measure} | {c.value_a:.3f} | {c.value_b:.3f} | {c.delta:+.3f} |",
         *(
             f"| evidence recall@{k} | {ra:.3f} | {rb:.3f} | {rb - ra:+.3f} |"
             for k, (ra, rb) in c.recall.items()
         ),
         "",
-        f"paired randomisation test (10,000 sign flips) on {MEASURE}: p = {c.p_value:.2g}",
-        f"won by b ({len(c.won)}; question (rank in a → in b), - = not in the top 50): {ranked_list(c.won)}",
+        f"paired randomisation test (10,000 sign flips) on {c.measure}: p = {c.p_value:.2g}",
+        f"won by b ({len(c.won)}; question ({what}): {ranked_list(c.won)}",
         f"lost by b ({len(c.lost)}): {ranked_list(c.lost)}",
         "",
         sentence(c, a_name, b_name),
@@ -127,16 +131,21 @@ def all_text(comparisons: list[Comparison]) -> str:
         }
     )
     a, b = (comparisons[0].a.split(":")[0], comparisons[0].b.split(":")[0]) if comparisons else ("", "")
+    measure = comparisons[0].measure if comparisons else MEASURE
     return (
-        f"b {b} against a {a}, every configuration both scored, on {MEASURE}\n\n{to_markdown(rows)}\n\n"
+        f"b {b} against a {a}, every configuration both scored, on {measure}\n\n{to_markdown(rows)}\n\n"
         f"p: paired randomisation test, Holm-corrected for the {len(comparisons)} comparisons"
     )
 
 
-def compare_command(root: AnyPath, a: str, b: str, every: bool, as_json: bool) -> str:
+def compare_command(root: AnyPath, a: str, b: str, every: bool, as_json: bool, measure: str) -> str:
     """`every`: every shared configuration; else as `pairing` says: nothing for one experiment with
     itself, the configurations using the embedder when it is what differs, else one configuration."""
-    paired = pairing(root, a, b) if not every else Pairing("all", comparisons=compare_all(root, a, b))
+    paired = (
+        pairing(root, a, b, measure)
+        if not every
+        else Pairing("all", comparisons=compare_all(root, a, b, measure))
+    )
     if paired.kind == "same":
         if as_json:
             return json.dumps({"a": paired.a, "b": paired.b, "same": True}, indent=1)
@@ -152,7 +161,7 @@ def compare_command(root: AnyPath, a: str, b: str, every: bool, as_json: bool) -
                 "not use it: name a configuration, or --all, to compare it)\n\n"
             )
         return said + all_text(paired.comparisons)
-    left, right = resolve_pair(root, a, b)
+    left, right = resolve_pair(root, a, b, measure)
     c = compare(left, right)
     return json.dumps(c.as_json(), indent=1) if as_json else comparison_text(c, *names(left, right))
 
@@ -174,6 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     comparing.add_argument(
         "--all", action="store_true", help="every configuration both share, Holm-corrected"
     )
+    comparing.add_argument(
+        "--measure", default=HIT, help=f"{', '.join(MEASURES)} (default: {HIT}, the headline)"
+    )
     comparing.add_argument("--json", action="store_true")
     pruning = commands.add_parser("prune", help="remove old experiments")
     pruning.add_argument("--keep", type=int, required=True, help="how many of the newest to keep")
@@ -189,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "list":
             print(list_experiments(root, args.json, settings.test_looks))
         elif args.command == "compare":
-            print(compare_command(root, args.a, args.b, args.all, args.json))
+            print(compare_command(root, args.a, args.b, args.all, args.json, checked(args.measure)))
         elif args.command == "repair":
             said = repair(root)
             print("\n".join(said) or f"{root}: nothing to repair, the listing matches the experiment folders")

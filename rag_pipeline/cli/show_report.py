@@ -24,6 +24,7 @@ from rag_pipeline.lib.evaluation import (
 from rag_pipeline.lib.evaluation.experiments import read_current as read_ledger_current
 from rag_pipeline.lib.evaluation.experiments import read_index
 from rag_pipeline.lib.evaluation.markdown import folded_md, key_md, plain
+from rag_pipeline.lib.judging import served_lines
 from rag_pipeline.lib.questions import stale_suggestions
 from rag_pipeline.lib.release import (
     REJECTED,
@@ -126,6 +127,21 @@ def next_lines(
     return lines
 
 
+def judged_lines(reports, current: dict | ReleaseError | None, verdict: dict) -> list[str]:
+    """One line per criterion for the served run (the live release's, else the report's baseline)."""
+    path = reports / "judged_summary.parquet"
+    if not path.exists():
+        return []
+    summary = read_frame(path)
+    live = None if isinstance(current, ReleaseError) else current
+    run = live["run"] if live else configuration(str(verdict.get("baseline")))
+    lines = served_lines(summary, run)
+    if not lines:
+        return []
+    judge = short(str(summary["judge_version"].iloc[0]), 60)
+    return [f"\nJudged answers of {run} (judge {judge}):", *(f"  {line}" for line in lines)]
+
+
 def main(verified: bool = False) -> int:
     """`verified`: every output was checked just now (`make run`), the live tables are not opened again."""
     try:
@@ -175,8 +191,9 @@ def main(verified: bool = False) -> int:
         print(f"\nAnswers by {short(table['llm_version'].iloc[0], 60)}:")
         print(to_markdown(answer_table(table)))
         print(SHORT_KEY)
-    print(f"\nfull report: {reports / 'report.md'}")
     current = live_release(reports.parent, verified)
+    print("\n".join(judged_lines(reports, current, verdict)))
+    print(f"\nfull report: {reports / 'report.md'}")
     print(release_summary(reports.parent, current))
     print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict, where)))
     print(f"\nVerdict: {plain(verdict['wording'])}{looks_note(reports.parent)}")

@@ -14,6 +14,7 @@ from rag_pipeline.defs.resources import AnswerResource, DataStore, RetrievalReso
 from rag_pipeline.lib.answers import (
     BASELINE_STRATEGY,
     SHORT_KEY,
+    Unit,
     answer_all,
     answer_summary,
     answer_table,
@@ -24,7 +25,7 @@ from rag_pipeline.lib.answers import (
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, read_table, write_table
 from rag_pipeline.lib.evaluation import decided_rows, to_markdown
-from rag_pipeline.lib.questions import questions_from_frame, usable
+from rag_pipeline.lib.questions import Question, questions_from_frame, usable
 
 
 def answered_runs(
@@ -45,6 +46,28 @@ def answered_runs(
     ranked = summary[summary["k"] == 1].sort_values("context_recall", ascending=False, kind="stable")
     best = (ranked["strategy"].iloc[0], ranked["retriever"].iloc[0])
     return list(dict.fromkeys([baseline, best, served]))
+
+
+def run_units(
+    store: DataStore,
+    retrieval: RetrievalResource,
+    strategies: list[Strategy],
+    runs: list[tuple[str, str]],
+    items: list[Question],
+    spans: dict,
+    cleaned_notes: pd.DataFrame,
+) -> dict[tuple[str, str], dict[str, list[Unit]]]:
+    """Per run (the `none` and `oracle` baselines and `runs`), per question, the units its prompt
+    passes, read from the runs' retrieval lanes (`prompt_units`)."""
+    by_name = {s.name: s for s in strategies}
+    ranked = {}
+    for strategy, retriever in runs:
+        frame = store.read(lanes.lane_path("retrieval", by_name[strategy]))
+        ranked[(strategy, retriever)] = frame[frame["retriever"] == retriever]
+    settings = retrieval.settings()
+    return prompt_units(
+        items, spans, cleaned_notes, ranked, settings.context_k, settings.context_chars, BASELINE_STRATEGY
+    )
 
 
 def answers_asset(
@@ -89,34 +112,28 @@ def answers_asset(
             else []
         )
         items, spans = questions_from_frame(usable(questions))
-        by_name = {s.name: s for s in strategies}
-        ranked = {}
-        for strategy, retriever in runs:
-            frame = store.read(lanes.lane_path("retrieval", by_name[strategy]))
-            ranked[(strategy, retriever)] = frame[frame["retriever"] == retriever]
-        settings = retrieval.settings()
-        units = prompt_units(
-            items, spans, cleaned_notes, ranked, settings.context_k, settings.context_chars, BASELINE_STRATEGY
-        )
+        units = run_units(store, retrieval, strategies, runs, items, spans, cleaned_notes)
         llm = answerer.get()
         frames = []
         asked = 0
         with forward_logs(context):
             for (strategy, retriever), by_question in units.items():
                 prompts = [make_prompt(str(q.id), q.q, by_question[str(q.id)]) for q in items]
-                replies, n = answer_all(llm, prompts, store.path("answer_cache"))
-                asked += n
-                frames.append(
-                    score_answers(
-                        prompts,
-                        replies,
-                        items,
-                        spans,
-                        strategy=strategy,
-                        retriever=retriever,
-                        llm_version=llm.llm_version,
+                for repeat in range(answerer.repeats):
+                    replies, n = answer_all(llm, prompts, store.path("answer_cache"), repeat=repeat)
+                    asked += n
+                    frames.append(
+                        score_answers(
+                            prompts,
+                            replies,
+                            items,
+                            spans,
+                            strategy=strategy,
+                            retriever=retriever,
+                            llm_version=llm.llm_version,
+                            repeat=repeat,
+                        )
                     )
-                )
         frame = pd.concat(frames, ignore_index=True)
         table = answer_summary(frame, items)
         meta = read_table(summary_path).schema.metadata or {}
@@ -128,7 +145,8 @@ def answers_asset(
         context.log.info(f"answer summary ({asked} prompts asked):\n{to_markdown(answer_table(table))}")
         return materialized(
             content_version(
-                frame, ["question_id", "split", "strategy", "retriever", "llm_version", "answer", "cited"]
+                frame,
+                ["question_id", "split", "strategy", "retriever", "llm_version", "repeat", "answer", "cited"],
             ),
             {
                 "llm_version": llm.llm_version,

@@ -18,11 +18,14 @@ NOTES_PER_GROUP = 256  # the cleaned notes' row groups: reading a few notes whol
 QUESTIONS = "notes/questions.parquet"
 GOLD_DRIFT = "notes/gold_drift.parquet"  # published as reports/gold_drift.parquet with the summary
 ANSWERS = "answers/answers.parquet"
+JUDGMENTS = "answers/judgments.parquet"
+JUDGED_ITEMS = "answers/judged_items.parquet"  # what each judge prompt held, and people's labels
 SERVED_DIR = "served"  # exact searches of the served tables kept for the next evaluation
 REPORTS = "reports"
 # reports/ is published as a set by evaluation_summary, which replaces only the files it wrote
 # (a user's stay); these are written by other assets
 ANSWER_SUMMARY = "answer_summary.parquet"
+JUDGED_SUMMARY = "judged_summary.parquet"
 SERVING_REPORT = "serving.parquet"
 VERDICT = "verdict.json"
 DB_DIR = LANCEDB_DIR  # the served LanceDB tables

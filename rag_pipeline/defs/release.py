@@ -12,6 +12,7 @@ from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, ReleaseResource, ServingResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import leaked_rows, may_read
+from rag_pipeline.lib.judging import KEY, item_scores
 from rag_pipeline.lib.questions import asker_groups, usable
 from rag_pipeline.lib.release import (
     CURRENT,
@@ -107,7 +108,8 @@ def release_asset(
     rule = (
         "The index may be served: no leak in retrieval or the served table, the served table passes "
         "recall and fill, and against the last release no recall drop beyond RAG_RELEASE_MAX_DROP, no "
-        "critical question newly missed, no less abstention on unauthorized questions."
+        "critical question newly missed, no less abstention on unauthorized questions, no significant "
+        "drop of the answers' faithful score beyond RAG_RELEASE_MAX_FAITHFUL_DROP."
     )
 
     @stage_asset(
@@ -123,6 +125,7 @@ def release_asset(
             "evaluation_summary",
             "serving_evaluation",
             "answers",
+            "judgments",
             *(lanes.lane_key(stage, s) for s in strategies for stage in ("retrieval", "index")),
         ],
         checks=[(GATE, rule, True)],
@@ -147,7 +150,7 @@ def release_asset(
         outcomes = outcomes[outcomes["retriever"] == run[1]]
         answers = store.read(lanes.ANSWERS)
         answers = answers[(answers["strategy"] == run[0]) & (answers["retriever"] == run[1])]
-        results = question_results(questions, outcomes, answers if len(answers) else None)
+        results = question_results(questions, outcomes, answers if len(answers) else None, judged(store, run))
 
         report = store.read(lanes.report_path(lanes.SERVING_REPORT))
         db_dir = store.path(lanes.DB_DIR)
@@ -168,7 +171,8 @@ def release_asset(
 
         release_dir = store.path(lanes.RELEASE)
         current = last_release(context, store)
-        decision = decide(results, problems, read_released_questions(release_dir), k, release.max_drop)
+        previous = read_released_questions(release_dir)
+        decision = decide(results, problems, previous, k, release.max_drop, release.max_faithful_drop)
         commit = str(report["commit"].iloc[0])
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         if decision.decision == RELEASED:
@@ -206,6 +210,7 @@ def release_asset(
                 "decision": decision.decision,
                 "run": name,
                 f"recall@{k}": decision.recall,
+                "faithful": float(results["faithful"].mean()),  # the judge's, uncorrected
                 "compared": decision.compared,
                 "live_commit": (live or {}).get("commit", ""),
                 "live_withheld": len(revoked.notes),
@@ -230,6 +235,17 @@ def release_asset(
         )
 
     return release
+
+
+def judged(store: DataStore, run: tuple[str, str]) -> pd.DataFrame:
+    """Per question of the release run: its judge_version, faithful score and a person's label."""
+    rows = store.read(lanes.JUDGMENTS)
+    rows = rows[
+        (rows["strategy"] == run[0]) & (rows["retriever"] == run[1]) & (rows["criterion"] == "faithful")
+    ]
+    items = store.read(lanes.JUDGED_ITEMS, columns=[*KEY, "faithful_label"])
+    scores = item_scores(rows).merge(items, on=KEY, how="left")
+    return scores.rename(columns={"score": "faithful"})
 
 
 def last_release(context: dg.AssetExecutionContext, store: DataStore) -> dict | None:

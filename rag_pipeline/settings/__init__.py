@@ -143,6 +143,24 @@ class Settings:
         lambda value: parsers.runs(value) if value.strip(", ") else "",
         "comma-separated strategy/retriever runs (default: the baseline and the best)",
     )
+    answer_repeats: int = var("RAG_ANSWER_REPEATS", "1", values.number(int, 1), "an integer >= 1")
+    judge: str = var(
+        "RAG_JUDGE", "rules", values.choice("rules", "ollama", "openai"), "rules, ollama or openai"
+    )
+    judge_url: str = var("RAG_JUDGE_URL", "", values.text, "the judge's chat server base URL")
+    judge_model: str = var("RAG_JUDGE_MODEL", "", values.text, "the judge's served model")
+    judge_timeout: float = var(
+        "RAG_JUDGE_TIMEOUT", "120", values.number(float, 0.001), "seconds per request, > 0"
+    )
+    judge_retries: int = var("RAG_JUDGE_RETRIES", "4", values.number(int, 0), "an integer >= 0")
+    judge_repeats: int = var(
+        "RAG_JUDGE_REPEATS",
+        "",
+        lambda value: values.number(int, 1)(value) if value.strip() else 0,
+        "an integer >= 1 (default: 3 for a model judge, 1 for rules)",
+    )
+    judge_labels: str = var("RAG_JUDGE_LABELS", "", parsers.optional_path, "a JSON file of people's labels")
+    judge_bias_sample: int = var("RAG_JUDGE_BIAS_SAMPLE", "30", values.number(int, 0), "an integer >= 0")
     release_run: str = var(
         "RAG_RELEASE_RUN",
         "",
@@ -151,6 +169,9 @@ class Settings:
     )
     release_k: int = var("RAG_RELEASE_K", "5", values.number(int, 1), "an integer >= 1")
     release_max_drop: float = var("RAG_RELEASE_MAX_DROP", "0.05", values.number(float, 0.0), "a share >= 0")
+    release_max_faithful_drop: float = var(
+        "RAG_RELEASE_MAX_FAITHFUL_DROP", "0.05", values.number(float, 0.0), "a share >= 0"
+    )
     watch_ref: str = var(
         "RAG_WATCH_REF",
         "",
@@ -218,7 +239,7 @@ class Settings:
 
 
 VARS: dict[str, Var] = {f.name: f.metadata["var"] for f in dataclasses.fields(Settings)}
-PATH_FIELDS = ("notes_repo", "questions", "data_dir", "strategy_file")
+PATH_FIELDS = ("notes_repo", "questions", "data_dir", "strategy_file", "judge_labels")
 
 
 def unknown_variables(env: Mapping[str, str]) -> list[str]:

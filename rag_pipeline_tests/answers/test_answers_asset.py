@@ -39,3 +39,26 @@ def test_a_chat_server_is_asked_once_per_prompt(small_env):
         second = run_all(env)
         assert materialization_metadata(second, "answers")["prompts_asked"] == 0
         assert len(server.requests) == asked
+
+
+def test_answer_repeats_are_requests_of_their_own_and_judged_each(small_env, tmp_path):
+    with FakeLLM() as server:
+        env = small_env | {
+            "RAG_STRATEGIES": "section",
+            "RAG_RETRIEVERS": "dense",
+            "RAG_LLM": "openai",
+            "RAG_LLM_URL": server.url,
+            "RAG_LLM_MODEL": "qwen3:4b",
+            "RAG_ANSWER_REPEATS": "2",
+        }
+        assert run_all(env).success
+        # none, oracle, section/dense x 5 questions, less the one prompt none and oracle share; twice
+        assert len(server.requests) == 2 * (3 * 5 - 1)
+        assert {r["seed"] for r in server.requests} == {0, 1}
+    answers = pq.read_table(tmp_path / "out" / "answers" / "answers.parquet").to_pandas()
+    assert len(answers) == 2 * 3 * 5 and set(answers["repeat"]) == {0, 1}
+    summary = pq.read_table(tmp_path / "out" / "reports" / "answer_summary.parquet").to_pandas()
+    assert set(summary["n_questions"]) == {5}
+    # the rules judge each generation repeat: repeat r judges the answer of repeat r
+    judged = pq.read_table(tmp_path / "out" / "answers" / "judgments.parquet").to_pandas()
+    assert len(judged) == 2 * 3 * 5 * 3 and set(judged["repeat"]) == {0, 1}

@@ -39,7 +39,7 @@ class FakeLLM(LocalServer):
                 if self.fault(outer.faults.pop(0) if outer.faults else "", outer.slow_seconds):
                     return None
                 prompt = body["messages"][-1]["content"]
-                content = outer.answer(prompt)
+                content = outer.respond(body)
                 if self.path == "/api/chat":
                     message = {"role": "assistant", "content": content}
                     if body.get("think") and outer.thinking:
@@ -71,3 +71,7 @@ class FakeLLM(LocalServer):
                 )
 
         self.serve(Handler)
+
+    def respond(self, body: dict) -> str:
+        """The reply's content to a chat request (`answer` of its last message)."""
+        return self.answer(body["messages"][-1]["content"])

@@ -1,11 +1,12 @@
 """Incremental equals from scratch: a seeded random sequence of changes (notes added, edited, deleted,
-renamed, restricted or opened; the questions file edited, a question's split among it; settings
-changed, RAG_TEST_SHARE among them; outputs deleted, damaged or given a duplicate row by hand), each
-followed by the `make run` path, must leave every report Parquet, `answers.parquet`, every configured
-served table and the current experiment's outcomes exactly as a fresh build of the same state gives
-them, in one run; the release must judge the same candidate (and, when it releases, serve the same
-rows as live), and no prompt that reaches the chat server may hold text of a note its asker may not
-read.
+renamed, restricted or opened; the questions file edited, a question's split among it; people's labels
+added; settings changed, RAG_TEST_SHARE among them; outputs deleted, damaged or given a duplicate row by
+hand), each followed by the `make run` path, must leave every report Parquet (`judged_summary.parquet`
+among them), `answers.parquet`, `judgments.parquet`, `judged_items.parquet`, every configured served
+table and the current experiment's outcomes and judged outcomes exactly as a fresh build of the same
+state gives them, in one run; the release must judge the same candidate (and, when it releases, serve
+the same rows as live), and no prompt that reaches the chat server, the answerer's or the judge's, may
+hold text of a note its asker may not read.
 
 A step may first run `make run` with a fault injected at a random point (`support/faults.py`: a step
 that raises, a full disk, the chat server down, `kill -9` of the run): then `ask` for a public asker
@@ -15,7 +16,8 @@ everything as a fresh build does.
 CI runs 24 steps of one seed, about one in three with a fault. A longer sequence on demand (a failure
 prints the seed and the step):
     RAG_DIFF_SEED=7 RAG_DIFF_STEPS=200 RAG_DIFF_FAULTS=0.5 .venv/bin/python -m pytest rag_pipeline_tests/pipeline/test_differential.py
-The chat server is a protocol stand-in on 127.0.0.1 (no LLM installs here): see fakes/llm.py.
+The chat server, answerer and judge at once, is a protocol stand-in on 127.0.0.1 (no LLM installs
+here): see fakes/llm.py and fakes/judge.py.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import pytest
 
 from rag_pipeline.cli import ask
 from rag_pipeline.lib.serving import open_live, open_table
-from rag_pipeline_tests.fakes.llm import FakeLLM
+from rag_pipeline_tests.fakes.judge import FakeJudge
 from rag_pipeline_tests.support import damage
 from rag_pipeline_tests.support.faults import FOLDERS, KINDS, failing_writes, killed_run, outage
 from rag_pipeline_tests.support.runs import failed, make_run, materialize_all, project_definitions
@@ -85,7 +87,8 @@ def served(data: Path, strategy: str) -> pd.DataFrame:
 def assert_same(incremental: Path, scratch: Path, strategies: list[str], where: str) -> None:
     names = sorted(p.name for p in (scratch / "reports").glob("*.parquet"))
     assert sorted(p.name for p in (incremental / "reports").glob("*.parquet")) == names, where
-    for path in [*(Path("reports") / n for n in names), Path("answers/answers.parquet")]:
+    answers = [Path("answers") / n for n in ("answers.parquet", "judgments.parquet", "judged_items.parquet")]
+    for path in [*(Path("reports") / n for n in names), *answers]:
         got, got_meta = frame(incremental / path)
         want, want_meta = frame(scratch / path)
         assert got_meta == want_meta, f"{where}: {path} schema metadata"
@@ -103,10 +106,11 @@ def assert_same(incremental: Path, scratch: Path, strategies: list[str], where: 
     # only the current experiment is compared: the same id, the same per-question outcomes
     ids = [json.loads((d / "experiments" / "current.json").read_text())["id"] for d in (incremental, scratch)]
     assert ids[0] == ids[1], f"{where}: experiment {ids[0]} (incremental) != {ids[1]} (fresh)"
-    outcomes = Path("experiments") / ids[0] / "outcomes.parquet"
-    pd.testing.assert_frame_equal(
-        frame(incremental / outcomes)[0], frame(scratch / outcomes)[0], obj=f"{where}: {outcomes}"
-    )
+    for name in ("outcomes.parquet", "judged.parquet"):
+        outcomes = Path("experiments") / ids[0] / name
+        pd.testing.assert_frame_equal(
+            frame(incremental / outcomes)[0], frame(scratch / outcomes)[0], obj=f"{where}: {outcomes}"
+        )
 
 
 def decisions(data: Path) -> pd.DataFrame:
@@ -188,7 +192,7 @@ def public_leaks(world: World, env: dict) -> list[str]:
 @pytest.mark.slow
 def test_incremental_runs_equal_fresh_builds(tmp_path):
     rng, fault_rng = random.Random(SEED), random.Random(SEED * 7919)  # faults leave the changes as they were
-    with FakeLLM() as llm:
+    with FakeJudge(yes=0.7, invalid=0.05) as llm:
         world = World(tmp_path, rng, llm.url)
         data = tmp_path / "incremental"
         home = tmp_path / "dagster_home"  # on disk: a killed `make run` of another process shares it

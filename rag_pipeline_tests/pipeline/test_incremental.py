@@ -164,14 +164,15 @@ def test_a_chunker_version_bump_runs_only_its_lane_and_what_reads_every_lane(sma
     ]
     found, result = make_run(project(bumped), instance)
     lane = {f"{stage}_fixed_500" for stage in ("chunks", "embeddings", "retrieval", "evaluation", "index")}
-    every_lane = {"evaluation_summary", "serving_evaluation", "answers", "release"}
+    every_lane = {"evaluation_summary", "serving_evaluation", "answers", "judgments", "release"}
     # Dagster's reason: a new code version of the lane's assets (each names its strategy) and of
     # those that read every lane; no other lane's
     stale = {k.to_user_string() for k in found.stale}
     assert "chunks_fixed_500" in stale and stale <= lane | every_lane
     assert set(found.stale.values()) == {"has a new code version"}
     done, reused = done_and_reused(result)
-    # the summaries (and the answers, which read every retrieval) follow only if what they read changed
+    # the summaries (and the answers and judgments, which read every retrieval) follow only if what
+    # they read changed
     assert lane <= done <= lane | every_lane
     assert not (reused & lane) and "chunks_fixed_200" not in done | reused
 
@@ -196,6 +197,7 @@ def test_the_make_run_path_executes_only_what_is_stale(notes_repo, small_env):
         "evaluation_summary",
         "serving_evaluation",
         "answers",
+        "judgments",
         "release",
     }
     assert {"chunks_section", "embeddings_section", "retrieval_section", "index_section"} <= reused

@@ -47,9 +47,15 @@ def test_a_retriever_change_reruns_retrieval_and_what_reads_it_and_embeds_nothin
     env = small_env | {"RAG_STRATEGIES": "fixed-200,section", "RAG_RETRIEVERS": "dense,bm25"}
     instance = cold(env)
     stale, done, result = rerun(env | {"RAG_RETRIEVERS": "dense,rrf"}, instance)
-    assert stale == {"retrieval_fixed_200", "retrieval_section", "evaluation_summary", "answers"}
+    assert stale == {"retrieval_fixed_200", "retrieval_section", "evaluation_summary", "answers", "judgments"}
     assert not {a for a in done if a.startswith(("chunks", "embeddings", "index"))}
-    assert {"evaluation_fixed_200", "evaluation_section", "evaluation_summary", "answers"} <= done
+    assert {
+        "evaluation_fixed_200",
+        "evaluation_section",
+        "evaluation_summary",
+        "answers",
+        "judgments",
+    } <= done
     assert materialization_metadata(result, "retrieval_section")["queries_embedded"] == 0
     summary = pd.read_parquet(f"{env['RAG_DATA_DIR']}/reports/evaluation_summary.parquet")
     assert set(summary["retriever"]) == {"dense", "rrf", "bm25"}  # rrf's inputs are reported too
@@ -59,7 +65,7 @@ def test_dropping_a_strategy_reruns_the_summaries_and_no_lane(small_env):
     env = small_env | {"RAG_STRATEGIES": "fixed-200,fixed-1000,section", "RAG_RETRIEVERS": "dense"}
     instance = cold(env)
     stale, done, _ = rerun(env | {"RAG_STRATEGIES": "fixed-1000,section"}, instance)
-    assert stale == {"evaluation_summary", "serving_evaluation", "answers", "release"}
+    assert stale == {"evaluation_summary", "serving_evaluation", "answers", "judgments", "release"}
     assert done == stale
     serving = pd.read_parquet(f"{env['RAG_DATA_DIR']}/reports/serving.parquet")
     assert set(serving["strategy"]) == {"fixed-1000", "section"}

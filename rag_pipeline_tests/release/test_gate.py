@@ -126,3 +126,42 @@ def test_the_label_key_follows_text_evidence_and_asker():
         len({key, label_key("q2", evidence, None), label_key("q", [{"note": "a", "text": "y"}], None)}) == 3
     )
     assert key != label_key("q", evidence, ["sre"])
+
+
+def judged_results(faithful: dict[int, float], labels: dict[int, bool] | None = None, judge: str = "j"):
+    """40 answerable questions all found, the answers' faithful scores and people's labels as given."""
+    frame = pd.DataFrame(
+        {
+            "question_id": [str(q) for q in faithful],
+            "judge_version": judge,
+            "faithful": list(faithful.values()),
+            "faithful_label": pd.array([(labels or {}).get(q) for q in faithful], dtype="boolean"),
+        }
+    )
+    return question_results(questions(40), outcomes({q: 1 for q in range(1, 41)}), None, frame)
+
+
+def test_a_significant_faithful_drop_beyond_the_allowed_share_is_rejected():
+    before = judged_results({q: 1.0 for q in range(1, 41)})
+    worse = decide(judged_results({q: 1.0 if q > 20 else 0.0 for q in range(1, 41)}), [], before, 5, 0.05)
+    assert worse.decision == REJECTED
+    assert worse.reasons[0].startswith("answers' faithful fell from 1.000 to 0.500 on the 40 questions")
+
+
+def test_a_faithful_drop_within_the_judges_noise_or_by_another_judge_is_not_rejected():
+    before = judged_results({q: 1.0 for q in range(1, 41)})
+    # 4 of 40 answers judged worse: 0.10 lower, but 4 sign flips cannot tell it from noise (p = 0.125)
+    noisy = judged_results({q: 0.0 if q <= 4 else 1.0 for q in range(1, 41)})
+    assert decide(noisy, [], before, 5, 0.05).decision == RELEASED
+    other = judged_results({q: 0.0 for q in range(1, 41)}, judge="another judge")
+    assert decide(other, [], before, 5, 0.05).decision == RELEASED
+    everything = judged_results({q: 0.0 for q in range(1, 41)})
+    assert decide(everything, [], before, 5, 0.05, max_faithful_drop=1.0).decision == RELEASED
+
+
+def test_people_s_labels_correct_the_faithful_score_the_gate_compares():
+    """The judge says yes to every answer both times; people say 10 of the new answers are not faithful."""
+    before = judged_results({q: 1.0 for q in range(1, 41)})
+    labelled = judged_results({q: 1.0 for q in range(1, 41)}, labels={q: False for q in range(1, 11)})
+    decision = decide(labelled, [], before, 5, 0.05)
+    assert decision.decision == REJECTED and "faithful fell from 1.000 to 0.000" in decision.reasons[0]

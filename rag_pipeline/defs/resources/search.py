@@ -70,6 +70,7 @@ class ReleaseResource(FromSettings):
     run: str = setting("release_run")  # strategy/retriever; empty: the report's baseline
     k: int = setting("release_k")
     max_drop: float = setting("release_max_drop")
+    max_faithful_drop: float = setting("release_max_faithful_drop")
 
     def version(self) -> str:
         return config_digest(self.model_dump())

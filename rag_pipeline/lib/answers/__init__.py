@@ -3,6 +3,7 @@
 from rag_pipeline.lib.answers.cache import AnswerCache, answer_all, reply_texts
 from rag_pipeline.lib.answers.llm import (
     LLM,
+    ChatLLM,
     ExtractiveLLM,
     LLMError,
     OllamaLLM,
@@ -21,6 +22,7 @@ from rag_pipeline.lib.answers.scoring import (
     answer_table,
     parse_reply,
     score_answers,
+    without_citations,
 )
 from rag_pipeline.lib.answers.units import NONE, ORACLE, Unit, context_units, oracle_units, prompt_units
 
@@ -33,6 +35,7 @@ __all__ = [
     "PROMPT_VERSION",
     "SHORT_KEY",
     "AnswerCache",
+    "ChatLLM",
     "ExtractiveLLM",
     "LLMError",
     "OllamaLLM",
@@ -54,4 +57,5 @@ __all__ = [
     "score_answers",
     "sentences",
     "split_thinking",
+    "without_citations",
 ]

@@ -1,4 +1,5 @@
-"""Answers cached by (llm_version, hash of the exact prompt text), and `answer_all` over them.
+"""Answers cached by (llm_version, hash of the exact prompt text and the repeat), and `answer_all`
+over them.
 
 Each flush is a new immutable Parquet segment written atomically (a `SegmentStore`), so a
 run that fails half-way keeps every answer it got, a re-run asks nothing, and a changed chunk
@@ -35,8 +36,9 @@ SCHEMA = pa.schema(
 REPLY = [name for name in SCHEMA.names if name != "text_hash"]
 
 
-def prompt_hash(text: str) -> str:
-    return text_hash(text)
+def prompt_hash(text: str, repeat: int = 0) -> str:
+    """The cache key of a prompt's `repeat`-th asking (the first's is the text's own hash)."""
+    return text_hash(text if repeat == 0 else f"{text}\0repeat {repeat}")
 
 
 class AnswerCache(SegmentStore):
@@ -65,17 +67,21 @@ def answer_all(
     prompts: Sequence[Prompt],
     cache_dir: Path,
     *,
+    repeat: int = 0,
+    version: str | None = None,
     flush_every: int = 8,
     progress: Progress | None = None,
 ) -> tuple[list[Reply], int]:
-    """Replies to `prompts` (in their order) and how many were asked of the backend.
+    """Replies to `prompts` (in their order), asked for the `repeat`-th time, and how many were
+    asked of the backend.
 
-    Only prompts whose text the cache lacks under `llm.llm_version` are asked, `llm.concurrency` at
-    a time; replies are flushed to the cache every `flush_every`, and on a failure, whose LLMError
-    names the question. A reply's latency is the wall time of its first asking, retries included.
+    Only prompts whose text the cache lacks under `version` (default `llm.llm_version`) and `repeat`
+    are asked, `llm.concurrency` at a time; replies are flushed to the cache every `flush_every`,
+    and on a failure, whose LLMError names the question. A reply's latency is the wall time of its
+    first asking, retries included.
     """
-    cache = AnswerCache(cache_dir, llm.llm_version)
-    hashes = [prompt_hash(p.text) for p in prompts]
+    cache = AnswerCache(cache_dir, version or llm.llm_version)
+    hashes = [prompt_hash(p.text, repeat) for p in prompts]
     have = cache.get(hashes)
     todo = {h: p for h, p in zip(hashes, prompts) if h not in have}
     pending: dict[str, Reply] = {}
@@ -84,7 +90,7 @@ def answer_all(
 
     def ask(prompt: Prompt) -> Reply:
         started = time.perf_counter()
-        reply = llm.answer(prompt)
+        reply = llm.answer(prompt, repeat)
         return dataclasses.replace(reply, latency_s=time.perf_counter() - started)
 
     def collect(future: Future) -> None:

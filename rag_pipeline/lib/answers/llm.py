@@ -64,8 +64,9 @@ class LLM(ABC):
     def llm_version(self) -> str: ...
 
     @abstractmethod
-    def answer(self, prompt: Prompt) -> Reply:
-        """The reply to one prompt (its latency is measured by the caller)."""
+    def answer(self, prompt: Prompt, repeat: int = 0) -> Reply:
+        """The reply to one prompt (its latency is measured by the caller); `repeat` numbers a repeated
+        asking, sent in the request so that no cache returns another repeat's reply."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,10 @@ class Sampling:
     max_tokens: int | None = None
 
     def version(self) -> str:
-        return f"t={self.temperature}|seed={self.seed}|max_tokens={self.max_tokens}|{PROMPT_VERSION}"
+        return f"t={self.temperature}|seed={self.seed}|max_tokens={self.max_tokens}"
+
+    def seed_of(self, repeat: int) -> int:  # each repeat is its own request
+        return self.seed + repeat
 
 
 class ChatLLM(LLM):
@@ -87,16 +91,21 @@ class ChatLLM(LLM):
     def __init__(
         self, url: str, model: str, *, sampling: Sampling = Sampling(), concurrency: int = 1, **client: Any
     ):
-        """`client`: JsonClient's timeout, max_retries, backoff and headers."""
+        """`client`: JsonClient's timeout, max_retries, backoff, headers and timeout_var."""
         self.url, self.model, self.sampling = url.rstrip("/"), model, sampling
         self.concurrency = max(1, concurrency)
         self.http = JsonClient(
             url,
             f"{self.backend} model {model!r}",
             connections=self.concurrency,
-            timeout_var="RAG_LLM_TIMEOUT",
-            **client,
+            **({"timeout_var": "RAG_LLM_TIMEOUT"} | client),
         )
+
+    model_version: str  # the backend, the model and its build (a property): a judge's version names it too
+
+    @property
+    def llm_version(self) -> str:
+        return f"{self.model_version}|{self.sampling.version()}|{PROMPT_VERSION}"
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
         try:
@@ -144,13 +153,13 @@ class OllamaLLM(ChatLLM):
         )
 
     @property
-    def llm_version(self) -> str:
-        return f"ollama:{self.model}@{self.digest}|think={self.think}|num_ctx={self.num_ctx}|{self.sampling.version()}"
+    def model_version(self) -> str:
+        return f"ollama:{self.model}@{self.digest}|think={self.think}|num_ctx={self.num_ctx}"
 
-    def answer(self, prompt: Prompt) -> Reply:
+    def answer(self, prompt: Prompt, repeat: int = 0) -> Reply:
         options: dict[str, Any] = {
             "temperature": self.sampling.temperature,
-            "seed": self.sampling.seed,
+            "seed": self.sampling.seed_of(repeat),
             "num_ctx": self.num_ctx,
         }
         if self.sampling.max_tokens is not None:
@@ -195,15 +204,15 @@ class OpenAILLM(ChatLLM):
         self.revision = revision
 
     @property
-    def llm_version(self) -> str:
-        return f"openai:{self.model}@{self.revision or 'unversioned'}|{self.sampling.version()}"
+    def model_version(self) -> str:
+        return f"openai:{self.model}@{self.revision or 'unversioned'}"
 
-    def answer(self, prompt: Prompt) -> Reply:
+    def answer(self, prompt: Prompt, repeat: int = 0) -> Reply:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "user", "content": prompt.text}],
             "temperature": self.sampling.temperature,
-            "seed": self.sampling.seed,
+            "seed": self.sampling.seed_of(repeat),
             "stream": False,
         }
         if self.sampling.max_tokens is not None:
@@ -273,7 +282,7 @@ class ExtractiveLLM(LLM):
         i = int(np.argmax(scores))
         return float(scores[i]), found[i][0], found[i][1]
 
-    def answer(self, prompt: Prompt) -> Reply:
+    def answer(self, prompt: Prompt, repeat: int = 0) -> Reply:  # deterministic: a repeat is the same
         best = self.best(prompt)
         if best is None or best[0] < self.min_score:
             return Reply(ABSTAIN)

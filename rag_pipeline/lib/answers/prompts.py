@@ -53,7 +53,9 @@ def make_prompt(question_id: str, question: str, units: Sequence[Unit]) -> Promp
         texts = [u.text.strip() for u in units]
         fence = Fence.around(question, *texts)
         passages = "\n\n".join(fence.wrap(text, f'n="{i}"') for i, text in enumerate(texts, 1))
-        text = CONTEXT_TEMPLATE.format(rule=fence.rule, abstain=ABSTAIN, passages=passages, question=question)
+        text = CONTEXT_TEMPLATE.format(
+            rule=fence.rule(), abstain=ABSTAIN, passages=passages, question=question
+        )
     else:  # what the model answers from its own knowledge
         text = CLOSED_BOOK_TEMPLATE.format(abstain=ABSTAIN, question=question)
     return Prompt(str(question_id), question, tuple(units), text)

@@ -27,6 +27,7 @@ ANSWER_COLUMNS = [
     "strategy",
     "retriever",
     "llm_version",
+    "repeat",
     "answer",
     "cited",
     "abstained",
@@ -95,8 +96,9 @@ def score_answers(
     strategy: str,
     retriever: str,
     llm_version: str,
+    repeat: int = 0,
 ) -> pd.DataFrame:
-    """One answers.parquet row per prompt and its reply, in the order given.
+    """One answers.parquet row per prompt and its reply (to its `repeat`-th asking), in the order given.
 
     `correct`: the pattern found (re.search) in the answer without its citations, and not abstained;
     null without a pattern. `citation_correct`: every valid cited unit holds an evidence of the
@@ -128,6 +130,7 @@ def score_answers(
                 "strategy": strategy,
                 "retriever": retriever,
                 "llm_version": llm_version,
+                "repeat": repeat,
                 "answer": parsed.answer,
                 "cited": [u.chunk_id for u in cited],
                 "abstained": parsed.abstained,
@@ -156,7 +159,8 @@ def answer_summary(answers: pd.DataFrame, questions: Sequence[Question]) -> pd.D
     """One row per (strategy, retriever, llm_version). Questions fall in three disjoint groups:
     unauthorized (category `unauthorized`), answerable (with evidence) and unanswerable (without).
 
-    - n_questions: questions answered in the run.
+    - n_questions: questions answered in the run (each once, however often it was asked: with
+      RAG_ANSWER_REPEATS the other measures pool every repeat).
     - accuracy: answerable questions with an answer_pattern whose answer matches it and that did
       not abstain / answerable questions with an answer_pattern.
     - citation_precision: valid cited units holding an evidence of their question / all valid
@@ -198,7 +202,7 @@ def answer_summary(answers: pd.DataFrame, questions: Sequence[Question]) -> pd.D
                 "strategy": strategy,
                 "retriever": retriever,
                 "llm_version": version,
-                "n_questions": len(run),
+                "n_questions": run["question_id"].nunique(),
                 "accuracy": _share(patterned["correct"].fillna(False)),
                 "citation_precision": float(run["n_cited_holding"].sum() / n_cited)
                 if n_cited

@@ -33,6 +33,20 @@ def canonical(source: str) -> str:
     return ast.dump(tree, annotate_fields=False, include_attributes=False)
 
 
+def source_text(obj: object) -> str:
+    """The canonical syntax tree of a function or class; for a lambda (whose source is the line it
+    stands in, not a statement), its bytecode, names and constants (line numbers are not in them)."""
+    try:
+        return canonical(inspect.getsource(obj))
+    except SyntaxError:
+        return bytecode(obj.__code__)
+
+
+def bytecode(code: types.CodeType) -> str:
+    consts = [bytecode(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+    return f"{code.co_code.hex()}|{code.co_names}|{code.co_varnames}|{consts}"
+
+
 def _text(statement: ast.stmt) -> bool:
     return (
         isinstance(statement, ast.Expr)
@@ -139,7 +153,7 @@ def fingerprint(objects: Iterable[object]) -> str:
         else:
             refs = referred(obj)
         values = sorted(expand(r, todo) for r in refs)
-        seen[key] = f"{canonical(inspect.getsource(obj))}\x1d{values}"
+        seen[key] = f"{source_text(obj)}\x1d{values}"
     digest = hashlib.sha256(f"{roots}\x1e".encode())
     for key in sorted(seen):
         digest.update(f"{key}\x1f{seen[key]}\x1e".encode())

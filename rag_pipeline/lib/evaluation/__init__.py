@@ -8,6 +8,7 @@ from rag_pipeline.lib.evaluation.experiments import (
     LedgerError,
     record_experiment,
 )
+from rag_pipeline.lib.evaluation.judged import record_judged
 from rag_pipeline.lib.evaluation.looks import look_counts, looks_sentence, record_look
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, plain, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
@@ -87,6 +88,7 @@ __all__ = [
     "recall_at_k",
     "recall_grid",
     "record_experiment",
+    "record_judged",
     "record_look",
     "records",
     "reference_table",

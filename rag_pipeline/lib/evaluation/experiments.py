@@ -6,6 +6,8 @@ Under the data directory:
   first evidence rank, evidence hit at each reported k and within the headline budget, characters
   passed, leaked units, gold status and a digest of the question and its evidence;
 - `experiments/<id>/experiment.json`: its row of the index, so the folder says all about it;
+- `experiments/<id>/judged.parquet`: per answered configuration and question, the judge's score on each
+  criterion (`faithful`, `correct`, `cites_support`) of the latest answers judged under that experiment;
 - `experiments/current.json`: the experiment the reports on disk come from, and the one built before it;
 - `experiments/looks.parquet`: the choices each test split confirmed (`rag_pipeline.lib.evaluation.looks`).
 
@@ -38,6 +40,7 @@ LEDGER = "experiments"
 INDEX = "index.parquet"
 OUTCOMES = "outcomes.parquet"
 RECORD = "experiment.json"
+JUDGED = "judged.parquet"
 CURRENT = "current.json"
 REPAIR = "python -m rag_pipeline.experiments repair"
 NOT_RECORDED = "this evaluation was not recorded in the experiment ledger"  # a build's warning
@@ -287,7 +290,7 @@ def prune(root: AnyPath, keep: int) -> list[str]:
     if not gone:
         return []
     for experiment in gone:
-        for name in (OUTCOMES, RECORD):
+        for name in (OUTCOMES, RECORD, JUDGED):
             (root / experiment / name).unlink(missing_ok=True)
         folder = root / experiment
         if isinstance(folder, Path) and folder.exists() and not any(folder.iterdir()):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rag_pipeline.lib.core import AnyPath
-from rag_pipeline.lib.evaluation.experiments import read_index
+from rag_pipeline.lib.evaluation.experiments import HIT, read_index
 from rag_pipeline.lib.evaluation.versus import Comparison, compare, experiment_sides, holm_corrected
 from rag_pipeline.lib.retrieval import parse_retriever
 
@@ -29,12 +29,13 @@ def _configuration(name: str) -> str:
     return name if "/" in name or not name else f"{name}/dense"
 
 
-def pairing(root: AnyPath, a: str, b: str) -> Pairing:
-    """How to compare references `a` and `b` (see `Pairing`)."""
+def pairing(root: AnyPath, a: str, b: str, measure: str = HIT) -> Pairing:
+    """How to compare references `a` and `b` on `measure` (see `Pairing`)."""
     (name_a, _, conf_a), (name_b, _, conf_b) = a.partition(":"), b.partition(":")
     conf_a, conf_b = _configuration(conf_a.strip()), _configuration(conf_b.strip())
     index = read_index(root)
-    left, right = experiment_sides(root, name_a, index, a), experiment_sides(root, name_b, index, b)
+    left = experiment_sides(root, name_a, index, a, measure)
+    right = experiment_sides(root, name_b, index, b, measure)
     if not left or not right:  # nothing scored: `resolve_pair` says so
         return Pairing("one")
     (one, *_), (other, *_) = left.values(), right.values()

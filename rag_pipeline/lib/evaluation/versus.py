@@ -1,6 +1,7 @@
-"""Two experiments of the ledger compared question by question: on the questions both scored, the
-headline measure and recall@k of each, the paired difference and its randomisation p-value, and the
-questions one finds and the other misses; across several configurations, Holm-corrected p-values."""
+"""Two experiments of the ledger compared question by question on one measure (measures.py; the
+headline by default): on the questions both scored, the measure (and, for retrieval, recall@k) of
+each, the paired difference and its randomisation p-value, and the questions one gets and the other
+misses; across several configurations, Holm-corrected p-values."""
 
 from __future__ import annotations
 
@@ -10,19 +11,22 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from rag_pipeline.lib.core import AnyPath
-from rag_pipeline.lib.evaluation.experiments import (
-    HIT,
-    configurations,
-    read_current,
-    read_index,
-    read_outcomes,
-    scored_rows,
+from rag_pipeline.lib.evaluation.experiments import HIT, read_current, read_index
+from rag_pipeline.lib.evaluation.measures import (
+    MEASURES,
+    RETRIEVAL,
+    measure_rows,
+    ranked,
+    scored,
+    shown_value,
 )
 from rag_pipeline.lib.evaluation.metrics import REPORT_KS
+from rag_pipeline.lib.evaluation.settings_diff import changed, embedder_name
 from rag_pipeline.lib.evaluation.significance import holm, paired_randomization
 from rag_pipeline.lib.evaluation.verdict import MEASURE
 
-Ranked = tuple[str, int | None, int | None]  # question id, its first evidence rank in a, in b
+# question id, and in a and in b its first evidence rank (retrieval) or its score (judged)
+Ranked = tuple[str, object, object]
 
 
 class UnknownReference(ValueError):
@@ -37,6 +41,7 @@ class Side:
     configuration: str  # strategy/retriever
     rows: pd.DataFrame
     settings: dict
+    measure: str = HIT
 
     @property
     def label(self) -> str:
@@ -44,8 +49,8 @@ class Side:
 
     @property
     def value(self) -> float:
-        """The headline measure over the questions it scored."""
-        return float(scored_rows(self.rows)[HIT].astype(bool).mean())
+        """The measure over the questions it scored."""
+        return float(scored(self.rows, self.measure)[self.measure].astype(float).mean())
 
 
 @dataclass
@@ -63,6 +68,7 @@ class Comparison:
     lost: list[Ranked]
     corrected: int = 0  # the number of comparisons its p-value is Holm-corrected across (0: none)
     p_unadjusted: float = field(default=float("nan"))
+    measure: str = MEASURE  # what it is compared on, as people read it
 
     @property
     def delta(self) -> float:
@@ -72,7 +78,7 @@ class Comparison:
         out = {
             "a": self.a,
             "b": self.b,
-            "measure": MEASURE,
+            "measure": self.measure,
             "n_questions": self.n_questions,
             "value_a": round(self.value_a, 4),
             "value_b": round(self.value_b, 4),
@@ -87,11 +93,15 @@ class Comparison:
 
 
 def experiment_sides(
-    root: AnyPath, name: str, index: pd.DataFrame | None = None, reference: str | None = None
+    root: AnyPath,
+    name: str,
+    index: pd.DataFrame | None = None,
+    reference: str | None = None,
+    measure: str = HIT,
 ) -> dict[str, Side]:
-    """Every scored configuration of experiment `name`, best first: `name` is an id or a prefix of
-    one, `current` (or empty: the build whose reports are on disk) or `previous` (the build before it).
-    `reference`: what the user wrote, for the error."""
+    """Every configuration of experiment `name` scored on `measure`, best first: `name` is an id or a
+    prefix of one, `current` (or empty: the build whose reports are on disk) or `previous` (the build
+    before it). `reference`: what the user wrote, for the error."""
     index = read_index(root) if index is None else index
     name, reference = name.strip() or "current", reference or name
     if name in ("current", "previous"):
@@ -111,23 +121,26 @@ def experiment_sides(
         )
     row = matches.iloc[0]
     try:
-        rows = read_outcomes(root, row["id"])
-    except FileNotFoundError:
-        raise UnknownReference(f"{reference!r}: the outcomes of experiment {row['id']} are missing") from None
+        rows = measure_rows(root, row["id"], measure)
+    except FileNotFoundError as exc:
+        missing = (
+            str(exc) if measure not in RETRIEVAL else f"the outcomes of experiment {row['id']} are missing"
+        )
+        raise UnknownReference(f"{reference!r}: {missing}") from None
     settings = json.loads(row["settings"])
     sides = {}
-    for configuration in configurations(rows)["configuration"]:
+    for configuration in ranked(rows, measure):
         strategy, retriever = configuration.split("/", 1)
         chosen = rows[(rows["strategy"] == strategy) & (rows["retriever"] == retriever)]
-        sides[configuration] = Side(row["id"], configuration, chosen, settings)
+        sides[configuration] = Side(row["id"], configuration, chosen, settings, measure)
     return sides
 
 
-def resolve(root: AnyPath, reference: str, index: pd.DataFrame | None = None) -> Side:
+def resolve(root: AnyPath, reference: str, index: pd.DataFrame | None = None, measure: str = HIT) -> Side:
     """`experiment[:strategy/retriever]` (see `experiment_sides`); the configuration `strategy/retriever`
     (a strategy alone: dense), by default the experiment's best."""
     name, _, configuration = reference.partition(":")
-    sides = experiment_sides(root, name, index, reference)
+    sides = experiment_sides(root, name, index, reference, measure)
     wanted = configuration.strip() or next(iter(sides), "")
     wanted = wanted if "/" in wanted else f"{wanted}/dense"
     if wanted not in sides:
@@ -139,58 +152,61 @@ def resolve(root: AnyPath, reference: str, index: pd.DataFrame | None = None) ->
     return sides[wanted]
 
 
-def resolve_pair(root: AnyPath, a: str, b: str) -> tuple[Side, Side]:
+def resolve_pair(root: AnyPath, a: str, b: str, measure: str = HIT) -> tuple[Side, Side]:
     """Two references compared on one configuration where they can be: a reference without a
     configuration takes the other's; when neither names one, both take B's best (A its own best
     when it did not score that configuration)."""
     index = read_index(root)
     (name_a, _, conf_a), (name_b, _, conf_b) = a.partition(":"), b.partition(":")
-    right = resolve(root, b if conf_b or not conf_a else f"{name_b}:{conf_a}", index)
+    right = resolve(root, b if conf_b or not conf_a else f"{name_b}:{conf_a}", index, measure)
     if conf_a:
-        return resolve(root, a, index), right
-    sides = experiment_sides(root, name_a, index, a)
-    return sides.get(right.configuration) or resolve(root, a, index), right
+        return resolve(root, a, index, measure), right
+    sides = experiment_sides(root, name_a, index, a, measure)
+    return sides.get(right.configuration) or resolve(root, a, index, measure), right
 
 
-def _rank(value) -> int | None:
-    return None if pd.isna(value) else int(value)
+def _value(value) -> object:
+    return None if pd.isna(value) else value.item() if hasattr(value, "item") else value
 
 
 def compare(a: Side, b: Side) -> Comparison:
-    """`b` against `a` on the questions both scored: the same id, the same question and evidence
-    (`question_sha256`), answerable, and ok or carried gold in both."""
-    sa, sb = scored_rows(a.rows), scored_rows(b.rows)
+    """`b` against `a` on `a`'s measure, on the questions both scored: the same id, the same question
+    and evidence (`question_sha256`), and scored in both (retrieval: answerable, ok or carried gold).
+    A question is won when b gets it (a hit, or a judged yes by the majority of the judge's repeats)
+    and a does not."""
+    m = a.measure
+    sa, sb = scored(a.rows, m), scored(b.rows, m)
     both = sa.merge(sb, on=["question_id", "question_sha256"], suffixes=("_a", "_b"))
-    hit_a, hit_b = both[f"{HIT}_a"].astype(bool), both[f"{HIT}_b"].astype(bool)
+    va, vb = both[f"{m}_a"].astype(float), both[f"{m}_b"].astype(float)
+    shown = shown_value(m)
 
     def listed(mask: pd.Series) -> list[Ranked]:
         chosen = both[mask.to_numpy()]
         return [
-            (q, _rank(ra), _rank(rb))
-            for q, ra, rb in zip(
-                chosen["question_id"], chosen["first_evidence_rank_a"], chosen["first_evidence_rank_b"]
-            )
+            (q, _value(x), _value(y))
+            for q, x, y in zip(chosen["question_id"], chosen[f"{shown}_a"], chosen[f"{shown}_b"])
         ]
 
-    p = paired_randomization(hit_b.to_numpy(float), hit_a.to_numpy(float))
+    p = paired_randomization(vb.to_numpy(), va.to_numpy())
     return Comparison(
         a=a.label,
         b=b.label,
         n_questions=len(both),
         n_a=len(sa),
         n_b=len(sb),
-        value_a=float(hit_a.mean()) if len(both) else float("nan"),
-        value_b=float(hit_b.mean()) if len(both) else float("nan"),
+        value_a=float(va.mean()) if len(both) else float("nan"),
+        value_b=float(vb.mean()) if len(both) else float("nan"),
         p_value=p,
         p_unadjusted=p,
         recall={
             k: (float(both[f"hit@{k}_a"].astype(bool).mean()), float(both[f"hit@{k}_b"].astype(bool).mean()))
             for k in REPORT_KS
         }
-        if len(both)
+        if len(both) and m in RETRIEVAL
         else {},
-        won=listed(hit_b & ~hit_a),
-        lost=listed(hit_a & ~hit_b),
+        won=listed((vb >= 0.5) & (va < 0.5)),
+        lost=listed((va >= 0.5) & (vb < 0.5)),
+        measure=MEASURES[m],
     )
 
 
@@ -202,32 +218,11 @@ def holm_corrected(comparisons: list[Comparison]) -> list[Comparison]:
     return comparisons
 
 
-def compare_all(root: AnyPath, a: str, b: str) -> list[Comparison]:
+def compare_all(root: AnyPath, a: str, b: str, measure: str = HIT) -> list[Comparison]:
     """Every configuration the two experiments share, Holm-corrected across them."""
     index = read_index(root)
-    left, right = (experiment_sides(root, ref.partition(":")[0], index, ref) for ref in (a, b))
+    left, right = (experiment_sides(root, ref.partition(":")[0], index, ref, measure) for ref in (a, b))
     return holm_corrected([compare(left[c], right[c]) for c in left if c in right])
-
-
-def embedder_name(embedding_version: str) -> str:
-    """`backend:model` of an `embedding_version`, without the model's version and digest."""
-    return ", ".join(v.split("@", 1)[0].split("/", 1)[0] for v in embedding_version.split(", "))
-
-
-def _flat(settings: dict, prefix: str = "") -> dict[str, object]:
-    flat = {}
-    for key, value in settings.items():
-        if isinstance(value, dict):
-            flat |= _flat(value, f"{prefix}{key}.")
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def changed(a: dict, b: dict) -> dict[str, tuple[object, object]]:
-    """{setting: (a's value, b's value)} for every setting that differs (missing: None)."""
-    fa, fb = _flat(a), _flat(b)
-    return {k: (fa.get(k), fb.get(k)) for k in dict.fromkeys([*fa, *fb]) if fa.get(k) != fb.get(k)}
 
 
 def names(a: Side, b: Side) -> tuple[str, str]:
@@ -254,8 +249,8 @@ def sentence(c: Comparison, a_name: str, b_name: str) -> str:
 
 
 def ranked_list(items: list[Ranked]) -> str:
-    def show(rank: int | None) -> str:
-        return "-" if rank is None else str(rank)
+    def show(value: object) -> str:
+        return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
     return ", ".join(f"{q} ({show(ra)} → {show(rb)})" for q, ra, rb in items) or "none"
 

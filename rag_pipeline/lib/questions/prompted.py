@@ -60,7 +60,7 @@ def _excerpt(note: Note, heading: str, text: str) -> str:
 def _prompt(fence: Fence, task: str, passages: Sequence[str]) -> str:
     """The task, the fence's rule, then each passage fenced, numbered from 1."""
     quoted = "\n\n".join(fence.wrap(p, f'n="{i}"') for i, p in enumerate(passages, 1))
-    return f"{INTRO}{fence.rule}\n{task}\n\n{quoted}"
+    return f"{INTRO}{fence.rule()}\n{task}\n\n{quoted}"
 
 
 def paraphrase_ask(note: Note, section: Section) -> Ask:

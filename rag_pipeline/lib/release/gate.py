@@ -4,8 +4,11 @@ last released state on the questions both scored.
 A candidate is rejected when a unit leaked (in retrieval or in a served table), a served table
 failed its recall or fill check, evidence recall@k of the release run on the test questions dropped
 by more than `max_drop` (the development questions chose the configuration: only the test ones measure
-it without bias), a `critical` question the last release found within k is missed, or the release run
-abstains less often on unauthorized questions than before. The first release has nothing to
+it without bias), a `critical` question the last release found within k is missed, the release run
+abstains less often on unauthorized questions than before, or its answers' `faithful` score on the
+test questions dropped by more than `max_faithful_drop` and significantly (a paired test on the
+questions both judged by the same judge: a drop within the judge's noise does not reject). The first
+release has nothing to
 compare with: only the absolute checks apply.
 """
 
@@ -20,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.core import UNAUTHORIZED
+from rag_pipeline.lib.evaluation import paired_randomization
+from rag_pipeline.lib.judging import ppi_outcomes
 from rag_pipeline.lib.questions import TEST
 
 RELEASED, REJECTED = "released", "rejected"
@@ -34,7 +39,11 @@ QUESTION_COLUMNS = [
     "unauthorized",
     "first_evidence_rank",
     "abstained",
+    "judge_version",
+    "faithful",  # the judge's share of yes over the answer's valid repeats
+    "faithful_label",  # a person's label of the answer, if any
 ]
+SIGNIFICANT = 0.05  # the paired test's level for the faithful rule
 
 
 def label_key(q: str, evidence: Sequence[dict], groups: Sequence[str] | None) -> str:
@@ -45,13 +54,22 @@ def label_key(q: str, evidence: Sequence[dict], groups: Sequence[str] | None) ->
 
 
 def question_results(
-    questions: pd.DataFrame, outcomes: pd.DataFrame, answers: pd.DataFrame | None
+    questions: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    answers: pd.DataFrame | None,
+    judged: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per scored question (`questions` as `usable` leaves them), the rank of the release run's first
-    evidence (answerable ones; null when not retrieved) and whether its answer abstained
-    (unauthorized ones)."""
+    evidence (answerable ones; null when not retrieved), whether its answer abstained (unauthorized
+    ones; with repeats, whether every repeat did) and, from `judged` (question_id, judge_version,
+    faithful, faithful_label), its faithful score and label."""
     first = dict(zip(outcomes["question_id"].astype(str), outcomes["first_evidence_rank"]))
-    abstained = {} if answers is None else dict(zip(answers["question_id"].astype(str), answers["abstained"]))
+    abstained = (
+        {}
+        if answers is None
+        else answers.groupby(answers["question_id"].astype(str))["abstained"].all().to_dict()
+    )
+    scored = {} if judged is None else {str(r.question_id): r for r in judged.itertuples(index=False)}
     rows = []
     for row in questions.itertuples(index=False):
         qid = str(row.question_id)
@@ -71,10 +89,13 @@ def question_results(
                 if not row.answerable or rank is None or pd.isna(rank)
                 else int(rank),
                 "abstained": abstained.get(qid) if unauthorized else None,
+                "judge_version": getattr(scored.get(qid), "judge_version", None),
+                "faithful": getattr(scored.get(qid), "faithful", float("nan")),
+                "faithful_label": getattr(scored.get(qid), "faithful_label", None),
             }
         )
     frame = pd.DataFrame(rows, columns=QUESTION_COLUMNS)
-    return frame.astype({"first_evidence_rank": "Int64"})
+    return frame.astype({"first_evidence_rank": "Int64", "faithful": "float64", "faithful_label": "boolean"})
 
 
 def found(ranks: pd.Series, k: int) -> pd.Series:
@@ -103,6 +124,7 @@ def decide(
     previous: pd.DataFrame | None,
     k: int,
     max_drop: float,
+    max_faithful_drop: float = 0.05,
 ) -> Decision:
     """`results` (see `question_results`) of the candidate; `problems` what the absolute checks
     found (leaks, the served table's recall and fill); `previous` the last release's results;
@@ -138,9 +160,42 @@ def decide(
                     f"answers abstain on {now:.0%} of the {len(refused)} unauthorized questions, "
                     f"the last release on {was:.0%}"
                 )
+        reasons += faithful_drop(both, max_faithful_drop)
     decision.reasons = reasons
     decision.decision = REJECTED if reasons else RELEASED
     return decision
+
+
+def faithful_drop(both: pd.DataFrame, max_drop: float) -> list[str]:
+    """The faithful rule on the test questions candidate and last release both had judged by one judge:
+    each side's per-question scores, corrected by its people's labels (`ppi_outcomes`: their mean is
+    the PPI estimate), compared by a paired randomisation test; a drop beyond `max_drop` that the
+    test finds significant rejects. A last release recorded before judging compares nothing."""
+    if "faithful_was" not in both:
+        return []
+    shared = both[
+        both["faithful"].notna()
+        & both["faithful_was"].notna()
+        & (both["judge_version"] == both["judge_version_was"])
+        & (both["split"] == TEST)
+    ]
+    if not len(shared):
+        return []
+    now, was = (
+        ppi_outcomes(
+            shared[f"faithful{s}"].to_numpy(float),
+            shared[f"faithful_label{s}"].astype("Float64").to_numpy(float, na_value=np.nan),
+        )
+        for s in ("", "_was")
+    )
+    drop = float(was.mean() - now.mean())
+    p = paired_randomization(now, was)
+    if drop > max_drop + 1e-12 and p < SIGNIFICANT:
+        return [
+            f"answers' faithful fell from {was.mean():.3f} to {now.mean():.3f} on the {len(shared)} test "
+            f"questions both had judged (p = {p:.2g}; more than RAG_RELEASE_MAX_FAITHFUL_DROP={max_drop})"
+        ]
+    return []
 
 
 def _natural(question_id: str) -> tuple:

@@ -1,0 +1,102 @@
+"""The three criteria, their written rubric, the prompt a model judge is sent, and the strict reading
+of its reply.
+
+The prompt holds only what the question's asker may read: the passages the answerer was given and,
+for `correct`, the gold evidence from notes the asker may read (`Item` is built so). Every piece of
+text that is not ours (question, passages, reference, answer) is fenced as data, as the answer
+prompts fence their passages (`rag_pipeline.lib.core.Fence`). The prompt's version is a digest of
+these texts, so a changed word of the rubric is a new `judge_version`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from rag_pipeline.lib.answers import ABSTAIN
+from rag_pipeline.lib.core import Fence
+from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.judging.items import ANSWERABLE, Item
+
+YES, NO, INVALID = "yes", "no", "invalid"
+
+RUBRIC = {
+    "faithful": "yes when every claim of the answer is supported by the passages given to the answerer "
+    "(stated there, or following from them at once); an answer that declines makes no claim: yes. "
+    "no when any claim is missing from the passages, goes beyond them or contradicts them, or when "
+    "the answer makes claims and no passage was given.",
+    "correct": "With a reference: yes when the answer states what the reference says, agreeing with it "
+    "and covering all of it; no when it contradicts it, leaves part of it out or declines. Without a "
+    "reference (the notes hold no answer its asker may read): yes only when the answer declines.",
+    "cites_support": "yes when the answer cites at least one passage as [n] and each cited passage "
+    "supports the sentence that cites it; an answer that declines: yes. no when a cited passage does "
+    "not support its sentence, a citation names a passage not given, or the answer cites nothing.",
+}
+CRITERIA = tuple(RUBRIC)
+
+TEMPLATE = """You judge one answer of a question-answering system on one criterion.
+
+Criterion: {criterion}
+Rubric: {rubric}
+
+{rule} An answer that declines is exactly the line {abstain}.
+
+{blocks}
+
+Reply with exactly one JSON object and nothing else, in this form:
+{{"verdict": "yes" or "no", "reason": "one short sentence"}}"""
+NO_PASSAGE = "(none: the answerer was given no passage)"
+NO_REFERENCE = (
+    "(none: the notes hold no answer to this question that its asker may read; "
+    "the answer is correct only if it declines)"
+)
+
+
+def numbered(passages: tuple[str, ...], reverse: bool = False) -> str:
+    """The passages as the answerer saw them numbered; `reverse` lists them last first, each keeping
+    its number (the position-bias check)."""
+    shown = [f"[{n}] {text}" for n, text in enumerate(passages, 1)]
+    return "\n\n".join(reversed(shown) if reverse else shown) or NO_PASSAGE
+
+
+def judge_prompt(item: Item, criterion: str, reverse: bool = False) -> str:
+    """The prompt asking for `item`'s verdict on `criterion`: `correct` shows the reference instead of
+    the passages."""
+    fence = Fence.around(item.question, *item.passages, *item.evidence, item.answer)
+    blocks = [fence.wrap(item.question, 'name="question"')]
+    if criterion == "correct":
+        known = item.kind == ANSWERABLE and item.evidence
+        blocks.append(fence.wrap("\n".join(item.evidence), 'name="reference"') if known else NO_REFERENCE)
+    else:
+        blocks.append(fence.wrap(numbered(item.passages, reverse), 'name="passages"'))
+    blocks.append(fence.wrap(item.answer, 'name="answer"'))
+    return TEMPLATE.format(
+        criterion=criterion,
+        rubric=RUBRIC[criterion],
+        rule=fence.rule("data to judge"),
+        abstain=ABSTAIN,
+        blocks="\n\n".join(blocks),
+    )
+
+
+def parse_verdict(reply: str) -> tuple[str, str]:
+    """(verdict, reason) of a judge's reply: exactly one JSON object with a `verdict` of "yes" or "no"
+    and a string `reason`, and nothing else. Anything else is INVALID, never repaired or guessed;
+    its reason quotes the reply's start."""
+    text = reply.strip()
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return INVALID, f"not one JSON object: {text[:120]!r}"
+    if (
+        not isinstance(found, dict)
+        or set(found) != {"verdict", "reason"}
+        or found["verdict"] not in (YES, NO)
+        or not isinstance(found["reason"], str)
+    ):
+        return INVALID, f'not {{"verdict": "yes"|"no", "reason": "..."}}: {text[:120]!r}'
+    return found["verdict"], found["reason"]
+
+
+# what a model judge is sent and how its reply is read (the rubric, the template and the code), as a
+# digest: the prompt's part of `judge_version`
+PROMPT_DIGEST = fingerprint([judge_prompt, parse_verdict])[:8]
