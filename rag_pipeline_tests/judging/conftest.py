@@ -6,6 +6,7 @@ from rag_pipeline.lib.judging import ANSWERABLE, Item
 def item(answer: str, passages: tuple[str, ...] = (), **changes) -> Item:
     fields = {
         "question_id": "1",
+        "split": "dev",
         "strategy": "section",
         "retriever": "dense",
         "llm_version": "llm",

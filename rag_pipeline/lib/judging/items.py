@@ -21,6 +21,7 @@ class Item:
     """One answer to judge and what its judge may see: nothing its asker may not read."""
 
     question_id: str
+    split: str  # dev or test
     strategy: str
     retriever: str
     llm_version: str
@@ -78,6 +79,7 @@ def judge_items(
         items.append(
             Item(
                 question_id=qid,
+                split=str(q.split),
                 strategy=row.strategy,
                 retriever=row.retriever,
                 llm_version=row.llm_version,

@@ -29,6 +29,7 @@ RUN = ["strategy", "retriever", "llm_version"]
 # answers/judgments.parquet (a contract)
 JUDGMENT_COLUMNS = [
     "question_id",
+    "split",
     "strategy",
     "retriever",
     "llm_version",
@@ -130,7 +131,7 @@ def judge_all(judge: Judge, items: Sequence[Item], repeats: int, bias_sample: in
             found, n = judge.verdicts(chosen, criterion, repeat)
             asked += n
             rows += [
-                (*i.key, judge.judge_version, criterion, repeat, verdict, reason)
+                (i.question_id, i.split, *i.key[1:], judge.judge_version, criterion, repeat, verdict, reason)
                 for i, (verdict, reason) in zip(chosen, found, strict=True)
             ]
     frame = pd.DataFrame(rows, columns=JUDGMENT_COLUMNS).astype({"repeat": "int64"})
