@@ -132,12 +132,11 @@ def requested(defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[dg.Ass
     sensor, evaluated in this process as the daemon would evaluate it (no cursor: the conditions
     keep no state)."""
     sensor = defs.resolve_sensor_def(SENSOR)
-    quiet = logging.getLogger("dagster")
-    level, quiet.level = quiet.level, logging.WARNING  # a line per asset evaluated otherwise
+    logging.disable(logging.INFO)  # the evaluation logs a line per asset, and one before and after
     try:
         result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
     finally:
-        quiet.level = level
+        logging.disable(logging.NOTSET)
     wanted = {key for r in result.run_requests for key in (r.asset_selection or [])}
     return {e.key: reasons(e) for e in result.automation_condition_evaluations if e.key in wanted}
 

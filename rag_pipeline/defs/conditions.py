@@ -57,8 +57,10 @@ class RetryLater(dg.AutomationCondition):
         return f"a failed run is retried after {minutes} min (at once on a new input)"
 
     def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+        if not self.delays or context.candidate_subset.is_empty:  # `make run`, or nothing to hold back
+            return dg.AutomationResult(context, context.get_empty_subset())
         due = failing_since(context.asset_graph_view.instance, context.asset_graph, context.key)
-        if not self.delays or due is None:
+        if due is None:
             return dg.AutomationResult(context, context.get_empty_subset())
         ended, failures = due
         wait = self.delays[min(failures, len(self.delays)) - 1]

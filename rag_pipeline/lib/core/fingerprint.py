@@ -8,13 +8,19 @@ outside the project (numpy, pandas) is named, not read: an upgrade of a library 
 from __future__ import annotations
 
 import ast
+import atexit
 import dataclasses
 import functools
 import hashlib
 import inspect
+import json
+import os
+import sys
+import tempfile
 import textwrap
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 PROJECT = "rag_pipeline."
 PLAIN = (str, int, float, bool, bytes, type(None))
@@ -34,12 +40,64 @@ def canonical(source: str) -> str:
 
 
 def source_text(obj: object) -> str:
-    """The canonical syntax tree of a function or class; for a lambda (whose source is the line it
-    stands in, not a statement), its bytecode, names and constants (line numbers are not in them)."""
-    try:
-        return canonical(inspect.getsource(obj))
-    except SyntaxError:
-        return bytecode(obj.__code__)
+    """The digest of the canonical syntax tree of a function or class; for a lambda (whose source is
+    the line it stands in, not a statement), of its bytecode, names and constants (line numbers are
+    not in them). Kept per source file while the file is unchanged (`SOURCES`)."""
+    code = getattr(obj, "__code__", None)
+    if code is not None and code.co_name == "<lambda>":
+        return hashlib.sha256(bytecode(code).encode()).hexdigest()
+    path = code.co_filename if code is not None else sys.modules[obj.__module__].__file__
+    key = f"{obj.__qualname__}:{code.co_firstlineno}" if code is not None else f"class {obj.__qualname__}"
+    return SOURCES.digest(path, key, lambda: canonical(inspect.getsource(obj)))
+
+
+class SourceDigests:
+    """The digests of the project's functions and classes, by file and (name, line), in a JSON file
+    under the user's cache directory: reading and parsing every function an asset runs took seconds
+    of each process that loads the definitions. A file whose size or modification time changed is
+    read again; the cache is written once, when the process ends."""
+
+    def __init__(self, path: Path):
+        self.path, self.files, self.changed = path, None, False
+
+    def digest(self, source: str, key: str, text: Callable[[], str]) -> str:
+        if self.files is None:
+            self.files = self.load()
+            atexit.register(self.save)
+        stat = os.stat(source)
+        stamp = [stat.st_mtime_ns, stat.st_size]
+        entry = self.files.get(source)
+        if entry is None or entry["stamp"] != stamp:
+            entry = self.files[source] = {"stamp": stamp, "digests": {}}
+        if key not in entry["digests"]:
+            entry["digests"][key] = hashlib.sha256(text().encode()).hexdigest()
+            self.changed = True
+        return entry["digests"][key]
+
+    def load(self) -> dict:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        try:  # beside it, then renamed over it: a reader sees the old cache or the new, never half
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".fingerprints.")
+            with os.fdopen(fd, "w") as out:
+                json.dump(self.files, out)
+            os.replace(tmp, self.path)
+        except OSError:  # a cache: without it the next process reads the sources again
+            pass
+
+
+SOURCES = SourceDigests(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "rag-pipeline"
+    / f"fingerprints-py{sys.version_info[0]}{sys.version_info[1]}.json"
+)
 
 
 def bytecode(code: types.CodeType) -> str:
