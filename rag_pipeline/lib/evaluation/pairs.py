@@ -43,7 +43,8 @@ def pairing(root: AnyPath, a: str, b: str, measure: str = HIT) -> Pairing:
     named = {c for c in (conf_a, conf_b) if c}
     if ids[0] == ids[1] and len(named) <= 1 and named <= set(left):  # one unknown: `resolve_pair` says so
         return Pairing("same", *ids)
-    if conf_a or conf_b or one.settings["embedding_version"] == other.settings["embedding_version"]:
+    embedders = one.settings.get("embedding_version"), other.settings.get("embedding_version")
+    if conf_a or conf_b or None in embedders or embedders[0] == embedders[1]:  # None: a folder repaired
         return Pairing("one", *ids)
     shared = [c for c in left if c in right and parse_retriever(c.split("/", 1)[1]).uses_embedder]
     if not shared:
