@@ -16,7 +16,7 @@ ITEMS = [
 
 def truth(prompt: str) -> bool:
     """The hidden truth of an item: two in three are good."""
-    return int(re.search(r"<question>\nquestion (\d+)", prompt).group(1)) % 3 != 0
+    return int(re.search(r'name="question">\nquestion (\d+)', prompt).group(1)) % 3 != 0
 
 
 def test_the_majority_of_five_repeats_recovers_the_truth_and_a_rerun_asks_nothing(tmp_path):

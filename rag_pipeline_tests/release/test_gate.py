@@ -145,7 +145,7 @@ def test_a_significant_faithful_drop_beyond_the_allowed_share_is_rejected():
     before = judged_results({q: 1.0 for q in range(1, 41)})
     worse = decide(judged_results({q: 1.0 if q > 20 else 0.0 for q in range(1, 41)}), [], before, 5, 0.05)
     assert worse.decision == REJECTED
-    assert worse.reasons[0].startswith("answers' faithful fell from 1.000 to 0.500 on the 40 questions")
+    assert worse.reasons[0].startswith("answers' faithful fell from 1.000 to 0.500 on the 40 test questions")
 
 
 def test_a_faithful_drop_within_the_judges_noise_or_by_another_judge_is_not_rejected():

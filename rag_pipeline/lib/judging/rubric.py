@@ -61,14 +61,18 @@ def numbered(passages: tuple[str, ...], reverse: bool = False) -> str:
 def judge_prompt(item: Item, criterion: str, reverse: bool = False) -> str:
     """The prompt asking for `item`'s verdict on `criterion`: `correct` shows the reference instead of
     the passages."""
-    fence = Fence.around(item.question, *item.passages, *item.evidence, item.answer)
-    blocks = [fence.wrap(item.question, 'name="question"')]
     if criterion == "correct":
         known = item.kind == ANSWERABLE and item.evidence
-        blocks.append(fence.wrap("\n".join(item.evidence), 'name="reference"') if known else NO_REFERENCE)
+        middle = ("reference", "\n".join(item.evidence)) if known else None
     else:
-        blocks.append(fence.wrap(numbered(item.passages, reverse), 'name="passages"'))
-    blocks.append(fence.wrap(item.answer, 'name="answer"'))
+        middle = ("passages", numbered(item.passages, reverse))
+    shown = [("question", item.question), *([middle] if middle else []), ("answer", item.answer)]
+    # a digest of what this prompt shows, and only that: a passage the `correct` prompt does not
+    # show changes nothing of it, so nothing is asked again
+    fence = Fence.around(*(text for _, text in shown))
+    blocks = [fence.wrap(text, f'name="{name}"') for name, text in shown]
+    if middle is None:
+        blocks.insert(1, NO_REFERENCE)
     return TEMPLATE.format(
         criterion=criterion,
         rubric=RUBRIC[criterion],
