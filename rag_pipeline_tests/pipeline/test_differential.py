@@ -196,6 +196,7 @@ def test_incremental_runs_equal_fresh_builds(tmp_path):
         world = World(tmp_path, rng, llm.url)
         data = tmp_path / "incremental"
         home = tmp_path / "dagster_home"  # on disk: a killed `make run` of another process shares it
+        home.mkdir()
         instance = dg.DagsterInstance.local_temp(str(home))
         history = ["first build"]
         for step in range(STEPS + 1):
