@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 from rag_pipeline.cli import show_report
-from rag_pipeline.definitions import build_assets, build_definitions, reconstructable_job
-from rag_pipeline.lib.chunking import load_strategies
+from rag_pipeline.definitions import build_definitions, reconstructable_job
 from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes
 from rag_pipeline.lib.serving import duplicate_chunk_ids, open_table
 from rag_pipeline.settings import Settings, SettingsError
@@ -82,7 +81,7 @@ def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
     small_env, tmp_path, s3, monkeypatch, capsys
 ):
     local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
-    assert run_all(local, build_assets(load_strategies(STRATEGIES, None))).success
+    assert run_all(local).success  # the assets and resources `local` describes, as the job's
     run_multiprocess(local | {"RAG_DATA_DIR": s3}, monkeypatch)
     assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports")
     assert show_report.main() == 0 and "Every configuration" in capsys.readouterr().out  # reads S3 too
@@ -102,7 +101,7 @@ def test_two_machines_building_one_s3_data_directory_at_once_both_succeed(
     TMPDIR and DAGSTER_HOME (two machines, no shared lock or instance): the shared vector store
     and tables survive both, no table holds a chunk_id twice, and the reports are a fresh build's."""
     local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
-    assert run_all(local, build_assets(load_strategies(STRATEGIES, None))).success
+    assert run_all(local).success  # the assets and resources `local` describes, as the job's
     runs = []
     for machine in ("a", "b"):
         for part in ("tmp", "home"):

@@ -1,6 +1,7 @@
 """Running the project's Definitions in this process (materialize, or take the `make run` path), or
 its CLIs in a process of their own."""
 
+import difflib
 import os
 import subprocess
 import sys
@@ -150,7 +151,8 @@ def assert_same_reports(reports, expected, ignore: tuple[str, ...] = ()) -> None
         pd.testing.assert_frame_equal(
             read_frame(reports / path.name).drop(columns=timing), pd.read_parquet(path).drop(columns=timing)
         )
-    assert (reports / "report.md").read_text() == (expected / "report.md").read_text()
+    got, want = (reports / "report.md").read_text(), (expected / "report.md").read_text()
+    assert got == want, "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True)))
 
 
 def unsynced(defs, instance) -> dict:
