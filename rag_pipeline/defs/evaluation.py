@@ -158,9 +158,10 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         "evaluation_summary",
         group="evaluation",
         # the retrieval settings the report names (candidate_k, the context budget), the strategies
-        # compared and the baseline
-        config=lambda retrieval: config_digest(
-            retrieval.version(), [(s.name, s.version) for s in strategies], baseline
+        # compared, the baseline, and the test share the experiment's id names (a share that moves no
+        # question's split changes no parent's data version)
+        config=lambda retrieval, questions_file: config_digest(
+            retrieval.version(), [(s.name, s.version) for s in strategies], baseline, questions_file.test_share
         ),
         resources=resources,
         kinds=("parquet", "markdown"),
