@@ -161,7 +161,10 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         # compared, the baseline, and the test share the experiment's id names (a share that moves no
         # question's split changes no parent's data version)
         config=lambda retrieval, questions_file: config_digest(
-            retrieval.version(), [(s.name, s.version) for s in strategies], baseline, questions_file.test_share
+            retrieval.version(),
+            [(s.name, s.version) for s in strategies],
+            baseline,
+            questions_file.test_share,
         ),
         resources=resources,
         kinds=("parquet", "markdown"),
@@ -236,7 +239,8 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         context.log.info(f"verdict: {report.verdict['wording']}")
         summary = report.tables["evaluation_summary"]
         return materialized(
-            content_version(summary, list(summary.columns)),
+            # what the reports say they were computed from too: the files below it copy that
+            config_digest(content_version(summary, list(summary.columns)), provenance),
             summary_metadata(
                 report,
                 same,
