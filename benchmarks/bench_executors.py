@@ -7,6 +7,13 @@ Each build gets a fresh data directory and runs in a fresh process (Dagster keep
 job per process); the Celery builds share one Postgres instance, as a cluster does.
 
     .venv/bin/python benchmarks/bench_executors.py [--notes 2000] [--executors in_process,celery:1,celery:2]
+
+With `--shards 1,4`, each executor builds one strategy (`section`, dense retrieval) under each
+RAG_SHARDS, embedding through an OpenAI-compatible stand-in on 127.0.0.1 that takes `--delay`
+seconds a request (one request at a time per step, batches of 8), and the table adds the most
+passage requests the server had in flight at once:
+
+    .venv/bin/python benchmarks/bench_executors.py --notes 500 --executors celery:1,celery:2 --shards 1,4
 """
 
 import argparse
@@ -20,12 +27,14 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import dagster as dg
+import pandas as pd
 from bench_incremental import make_repo
 
 from rag_pipeline.definitions import reconstructable_job
 from rag_pipeline.settings import PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT))  # the tests' support: the services and the step timeline
+from rag_pipeline_tests.fakes.openai_embed import FakeOpenAIEmbeddings, most_at_once, openai_env
 from rag_pipeline_tests.support.services import missing, services, workers
 from rag_pipeline_tests.support.steps import side_by_side, step_spans
 
@@ -64,6 +73,10 @@ def main() -> None:
     parser.add_argument("--chars", type=int, default=1500, help="approximate characters per note")
     parser.add_argument("--embedder", default="hashing")
     parser.add_argument("--executors", default="in_process,celery:1,celery:2")
+    parser.add_argument("--shards", default="", help="comma-separated RAG_SHARDS to build one strategy under")
+    parser.add_argument(
+        "--delay", type=float, default=1.0, help="with --shards: seconds per embedding request"
+    )
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -82,28 +95,53 @@ def main() -> None:
             # word salad: its vectors nearly tie, so the served tables are searched exactly
             "RAG_ANN_MIN_ROWS": str(10**9),
         }
-        print(f"cold build of {args.notes} generated notes (~{args.chars} chars), embedder {args.embedder}")
+        shards = [int(n) for n in args.shards.split(",") if n]
+        server = FakeOpenAIEmbeddings(delay=args.delay) if shards else nullcontext()
+        if shards:
+            env |= {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense", "RAG_EMBED_BATCH_SIZE": "8"}
+            print(
+                f"one strategy (section) of {args.notes} generated notes, a server taking {args.delay} s a request"
+            )
+        else:
+            print(
+                f"cold build of {args.notes} generated notes (~{args.chars} chars), embedder {args.embedder}"
+            )
         print(
-            f"{'executor':16s} {'wall s':>8s} {'steps':>6s} {'workers':>8s} {'lane time side by side':>24s}"
+            f"{'executor':16s} {'shards':>6s} {'wall s':>8s} {'steps':>6s} {'workers':>8s}"
+            f" {'lane time side by side':>24s} {'most in flight':>15s}"
         )
         celery = any(e.startswith("celery") for e in executors)
-        with services() if celery else nullcontext({}) as cluster:
+        with services() if celery else nullcontext({}) as cluster, server:
             for executor in executors:
-                name, _, count = executor.partition(":")
-                run_env = env | {"RAG_EXECUTOR": name, "RAG_DATA_DIR": str(root / executor.replace(":", "-"))}
-                if name == "celery":
-                    run_env |= cluster
-                else:  # an instance of its own, on this machine's disk
-                    run_env["DAGSTER_HOME"] = str(root / f"home-{executor}")
-                    Path(run_env["DAGSTER_HOME"]).mkdir()
-                names = [f"bench{i}" for i in range(int(count or 0))]
-                with workers(names, run_env, root / "logs") if names else nullcontext():
-                    figures = build(run_env)
-                print(
-                    f"{executor:16s} {figures['seconds']:8.1f} {figures['steps']:6d} {figures['workers']:8d}"
-                    f" {figures['side_by_side']:24.2f}",
-                    flush=True,
-                )
+                for n in shards or [1]:
+                    name, _, count = executor.partition(":")
+                    label = f"{executor.replace(':', '-')}-{n}"
+                    run_env = env | {
+                        "RAG_EXECUTOR": name,
+                        "RAG_DATA_DIR": str(root / label),
+                        "RAG_SHARDS": str(n),
+                    }
+                    if shards:
+                        run_env |= openai_env(server)
+                        server.spans.clear()
+                    if name == "celery":
+                        run_env |= cluster
+                    else:  # an instance of its own, on this machine's disk
+                        run_env["DAGSTER_HOME"] = str(root / f"home-{label}")
+                        Path(run_env["DAGSTER_HOME"]).mkdir()
+                    names = [f"bench{i}" for i in range(int(count or 0))]
+                    with workers(names, run_env, root / "logs") if names else nullcontext():
+                        figures = build(run_env)
+                    if shards:  # the passages' requests, not the questions'
+                        passages = set(pd.read_parquet(root / label / "chunks" / "section.parquet")["text"])
+                        most = f"{most_at_once(server.spans, passages):15d}"
+                    else:
+                        most = f"{'-':>15s}"
+                    print(
+                        f"{executor:16s} {n:6d} {figures['seconds']:8.1f} {figures['steps']:6d}"
+                        f" {figures['workers']:8d} {figures['side_by_side']:24.2f} {most}",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

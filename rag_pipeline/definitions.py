@@ -69,17 +69,19 @@ def build_assets(
     strategies: Iterable[Strategy],
     resources: Mapping[str, object] | None = None,
     retry_after: tuple[float, ...] = DEFAULTS.retry_after,
+    shards: int = DEFAULTS.shards,
 ) -> list:
-    """The source assets, one lane of assets per strategy, and the summaries over all lanes; each
-    asset's code version names the settings of `resources` (default: the defaults') its output
-    depends on; the automation sensor retries a failed asset after `retry_after` seconds."""
+    """The source assets, one lane of assets per strategy (its chunks and embeddings in `shards`
+    steps each), and the summaries over all lanes; each asset's code version names the settings of
+    `resources` (default: the defaults') its output depends on; the automation sensor retries a
+    failed asset after `retry_after` seconds."""
     strategies = list(strategies)
     resources = resources if resources is not None else build_resources(DEFAULTS)
     lanes = []
     for s in strategies:
         lanes += [
-            chunks.chunks_asset(s),
-            embeddings.embeddings_asset(s, resources),
+            *chunks.chunk_assets(s, shards),
+            *embeddings.embedding_assets(s, resources, shards),
             retrieval.retrieval_asset(s, resources),
             evaluation.evaluation_asset(s),
             serving.index_asset(s, resources),
@@ -171,7 +173,7 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
             f"RAG_CANDIDATE_K={settings.candidate_k}, RAG_CONTEXT_K={settings.context_k}: {exc}"
         ) from None
     check_labels(settings)
-    assets = build_assets(strategies, resources, settings.retry_after)
+    assets = build_assets(strategies, resources, settings.retry_after, settings.shards)
     data_dir = data_dir_name(settings.data_dir)
     outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)
     return dg.Definitions(

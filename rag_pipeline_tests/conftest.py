@@ -11,6 +11,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from rag_pipeline_tests.support.repos import NOTES, QUESTIONS, make_notes_repo
+from rag_pipeline_tests.support.runs import forget_reconstructed_jobs
 
 
 @pytest.fixture
@@ -61,7 +62,4 @@ def fresh_reconstructed_jobs():
     """Dagster keeps the job a `reconstructable` pointer last built (an `lru_cache` on the method),
     which would carry one test's RAG_* settings, its executor among them, into the next test that
     executes the same pointer in this process: each test builds its own."""
-    from dagster._core.definitions.reconstruct import ReconstructableJob  # no public way to clear it
-
-    ReconstructableJob.get_definition.cache_clear()
-    ReconstructableJob.get_repository_definition.cache_clear()
+    forget_reconstructed_jobs()

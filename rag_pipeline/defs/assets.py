@@ -29,8 +29,10 @@ def stage_asset(
     kinds: Iterable[str] = ("parquet",),
     strategy: Strategy | None = None,
     checks: Iterable[tuple[str, str, bool]] = (),
+    first: bool = False,
 ) -> Callable:
-    """`@dg.asset` around `memoized(config, external)`; `checks` are (name, description, blocking)."""
+    """`@dg.asset` around `memoized(config, external)`; `checks` are (name, description, blocking);
+    a `first` step takes a free process or worker before the other steps ready to start."""
     specs = [dg.AssetCheckSpec(c, asset=name, description=text, blocking=b) for c, text, b in checks]
 
     def declare(body: Callable) -> dg.AssetsDefinition:
@@ -42,6 +44,7 @@ def stage_asset(
             deps=list(deps),
             metadata={"strategy": strategy.name} if strategy else None,
             check_specs=specs or None,
+            op_tags={"dagster/priority": "1"} if first else None,
             description=description,
         )(memoized(config, external)(body))
 

@@ -1,29 +1,47 @@
-"""Chunk stage: one asset per strategy, so each chunker has its own code version."""
+"""Chunk stage: one asset per strategy, so each chunker has its own code version; with `RAG_SHARDS`
+> 1, one per shard of the strategy's notes (any worker takes each) and one that joins them."""
 
 import dagster as dg
 import pandas as pd
 
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.assets import stage_asset
-from rag_pipeline.defs.lineage import CHECKS, last_materialization, materialized
+from rag_pipeline.defs.lineage import CHECKS, config_digest, last_materialization, materialized
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems, with_text_hashes
-from rag_pipeline.lib.core import content_version, rebuild_by_note
+from rag_pipeline.lib.core import content_version, in_note_order, note_buckets, rebuild_by_note
 
 NOTE_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]
 CHUNKS_CONTENT = ["chunk_id", "commit"]  # the commit too: it is what the served rows say their text is from
 
 
-def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
-    name = lanes.lane_key("chunks", strategy)
-    relative = lanes.lane_path("chunks", strategy)
+def chunk_assets(strategy: Strategy, shards: int) -> list[dg.AssetsDefinition]:
+    """The strategy's chunks: one step, or a step per shard and the one that joins their files."""
+    if shards == 1:
+        return [chunks_asset(strategy)]
+    return [
+        *(chunks_asset(strategy, (k, shards)) for k in range(shards)),
+        joined_chunks_asset(strategy, shards),
+    ]
+
+
+def chunks_asset(strategy: Strategy, shard: tuple[int, int] | None = None) -> dg.AssetsDefinition:
+    """The chunks of the strategy's notes, or of the notes of `shard` (its number, of how many)."""
+    if shard is None:
+        name, relative, which = lanes.lane_key("chunks", strategy), lanes.lane_path("chunks", strategy), ""
+    else:
+        name, relative = lanes.shard_key("chunks", strategy, shard[0]), lanes.shard_path(strategy, *shard)
+        which = f" in shard {shard[0]} of {shard[1]}"
     covers = "." if strategy.overlapping else " and do not overlap."
 
     @stage_asset(
         name,
         group="chunks",
         deps=["cleaned_notes"],
+        # which notes a shard holds
+        config=(lambda: config_digest(shard)) if shard else None,
         strategy=strategy,
+        first=shard is not None,  # the shards lead to the embedding, the long pole
         checks=[
             (
                 "chunks_reproduce_notes",
@@ -31,11 +49,15 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
                 True,
             )
         ],
-        description=f"Chunks of every note by the `{strategy.name}` strategy ({strategy.version}).",
+        description=f"Chunks of every note{which} by the `{strategy.name}` strategy ({strategy.version}).",
     )
     def _chunks(context: dg.AssetExecutionContext, store: DataStore):
         # the notes' versions; the texts and sections of only the notes rebuilt are read
         versions = store.read(lanes.CLEANED_NOTES, columns=NOTE_VERSIONS)
+        if shard is not None:
+            versions = versions[note_buckets(versions["note"].tolist(), shard[1]) == shard[0]].reset_index(
+                drop=True
+            )
         previous = store.previous(relative)
         if previous is not None and "ctx_text_hash" not in previous:  # written before chunks kept them
             previous = with_text_hashes(previous)
@@ -68,7 +90,8 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
             unchanged = set(changes.unchanged)
             checked, notes = frame[[n not in unchanged for n in frame["note"].tolist()]], rebuilt
         else:
-            checked, notes = frame, [store.read(lanes.CLEANED_NOTES, columns=["note", "text"])]
+            mine = [("note", "in", versions["note"].tolist())] if shard is not None else None
+            checked, notes = frame, [store.read(lanes.CLEANED_NOTES, columns=["note", "text"], filters=mine)]
         names = ["chunk_id", "note", "start", "end", "text"]
         # from plain lists: a frame of Arrow strings is slow to turn into records row by row
         spans = [dict(zip(names, row)) for row in zip(*(checked[c].tolist() for c in names))]
@@ -85,12 +108,45 @@ def chunks_asset(strategy: Strategy) -> dg.AssetsDefinition:
             {
                 "strategy": strategy.name,
                 "chunker_version": strategy.version,
-                "chars_median": int(frame["n_chars"].median()),
-                "chars_max": int(frame["n_chars"].max()),
+                "chars_median": int(frame["n_chars"].median()) if len(frame) else 0,
+                "chars_max": int(frame["n_chars"].max()) if len(frame) else 0,
                 **counts,
             },
             files=[path],
             checks=[check],
+        )
+
+    return _chunks
+
+
+def joined_chunks_asset(strategy: Strategy, shards: int) -> dg.AssetsDefinition:
+    """The lane's chunks file from its shards' files, in the cleaned notes' order: the rows and bytes
+    one step would write."""
+    parts = [lanes.shard_key("chunks", strategy, k) for k in range(shards)]
+
+    @stage_asset(
+        lanes.lane_key("chunks", strategy),
+        group="chunks",
+        deps=["cleaned_notes", *parts],
+        config=lambda: config_digest(shards),
+        strategy=strategy,
+        description=f"Chunks of every note by the `{strategy.name}` strategy ({strategy.version}), "
+        f"joined from its {shards} shards.",
+    )
+    def _chunks(context: dg.AssetExecutionContext, store: DataStore):
+        notes = store.read(lanes.CLEANED_NOTES, columns=["note"])["note"].tolist()
+        frames = [store.read(lanes.shard_path(strategy, k, shards)) for k in range(shards)]
+        frame = in_note_order(pd.concat(frames, ignore_index=True), {n: i for i, n in enumerate(notes)})
+        path = store.write(frame, lanes.lane_path("chunks", strategy))
+        return materialized(
+            content_version(frame, CHUNKS_CONTENT),
+            {
+                "strategy": strategy.name,
+                "chunker_version": strategy.version,
+                "chunks": len(frame),
+                "shards": shards,
+            },
+            files=[path],
         )
 
     return _chunks

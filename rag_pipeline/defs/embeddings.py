@@ -1,4 +1,6 @@
-"""Embedding stage: passage vectors per strategy, stored under their embedding_version."""
+"""Embedding stage: passage vectors per strategy, stored under their embedding_version; with
+`RAG_SHARDS` > 1 a step per shard embeds what its notes' chunks lack into the vector store (any
+worker takes each, side by side), and the lane's step writes the lane's files from the store."""
 
 import time
 from collections.abc import Mapping
@@ -23,18 +25,86 @@ from rag_pipeline.lib.embedding import (
 )
 
 
-def embeddings_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.AssetsDefinition:
+def vectors_config(embedder: EmbedderResource, retrieval: RetrievalResource) -> str:
+    """The embedder, and whether `+ctx` retrievers need the contextual vectors too."""
+    return config_digest(embedder.version(), retrieval.needs_contextual_vectors())
+
+
+def embedding_assets(
+    strategy: Strategy, resources: Mapping[str, object], shards: int
+) -> list[dg.AssetsDefinition]:
+    """The strategy's embeddings: one step, or a step per shard and the lane's step after them."""
+    parts = (
+        [embeddings_shard_asset(strategy, k, shards, resources) for k in range(shards)] if shards > 1 else []
+    )
+    return [*parts, embeddings_asset(strategy, resources, [p.key.path[-1] for p in parts])]
+
+
+def embeddings_shard_asset(
+    strategy: Strategy, shard: int, shards: int, resources: Mapping[str, object]
+) -> dg.AssetsDefinition:
+    name = lanes.shard_key("embeddings", strategy, shard)
+
+    @stage_asset(
+        name,
+        group="embeddings",
+        config=vectors_config,
+        resources=resources,
+        deps=[lanes.shard_key("chunks", strategy, shard)],
+        strategy=strategy,
+        first=True,  # side by side with the other shards, before the steps that can wait
+        description=f"The passage vectors of the `{strategy.name}` chunks in shard {shard} of {shards}, "
+        "embedded into the vector store (`vectors/`), which the lane's embeddings then read.",
+    )
+    def _shard(
+        context: dg.AssetExecutionContext,
+        embedder: EmbedderResource,
+        retrieval: RetrievalResource,
+        store: DataStore,
+    ) -> dg.MaterializeResult:
+        chunks = store.read(lanes.shard_path(strategy, shard, shards))
+        texts = Passages(
+            chunks["text"].tolist(), chunks["heading_path"].tolist(), retrieval.needs_contextual_vectors()
+        )
+        hashes = passage_hashes(embedder.get(), chunks, texts)
+        ids = chunks["chunk_id"].tolist()
+        started = time.monotonic()
+        with forward_logs(context):
+            _, embedded = embedder.embed_missing(
+                [texts[i] for i in range(len(texts))],
+                "passage",
+                [f"chunk {ids[i % len(ids)]}" for i in range(len(texts))],
+                progress_reporter(context.log.info, name),
+            )
+        context.log.info(
+            f"{name}: {embedded} texts sent to the embedder, {len(texts) - embedded} vectors reused"
+        )
+        index = pd.DataFrame({"text_hash": hashes})
+        return materialized(
+            content_version(index, list(index.columns)),
+            {
+                "vectors": len(texts),
+                "texts_embedded": embedded,
+                "embed_seconds": round(time.monotonic() - started, 3) if embedded else 0.0,
+                "vectors_reused": len(texts) - embedded,
+            },
+        )
+
+    return _shard
+
+
+def embeddings_asset(
+    strategy: Strategy, resources: Mapping[str, object], shards: list[str] = ()
+) -> dg.AssetsDefinition:
+    """The lane's vectors files; after `shards` (asset names) the store holds every vector."""
     name = lanes.lane_key("embeddings", strategy)
 
     @stage_asset(
         name,
         group="embeddings",
-        # the embedder, and whether `+ctx` retrievers need the contextual vectors too
-        config=lambda embedder, retrieval: config_digest(
-            embedder.version(), retrieval.needs_contextual_vectors()
-        ),
+        config=vectors_config,
         resources=resources,
-        deps=[lanes.lane_key("chunks", strategy)],
+        deps=[lanes.lane_key("chunks", strategy), *shards],
         strategy=strategy,
         checks=[
             (

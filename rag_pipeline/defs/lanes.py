@@ -54,6 +54,16 @@ def lane_path(stage: str, strategy: Strategy | str) -> str:
     return f"{stage}/{name}.parquet"
 
 
+def shard_key(stage: str, strategy: Strategy, shard: int) -> str:
+    """`chunks_fixed_1000_shard_2`: the asset of one shard of a lane (`RAG_SHARDS` > 1)."""
+    return f"{lane_key(stage, strategy)}_shard_{shard}"
+
+
+def shard_path(strategy: Strategy, shard: int, shards: int) -> str:
+    """A shard's chunks (`chunks/fixed-1000.shards/2-of-4.parquet`): the lane's file joins them."""
+    return f"chunks/{strategy.name}.shards/{shard}-of-{shards}.parquet"
+
+
 def embeddings_path(embedding_version: str, strategy: Strategy) -> str:
     """A lane's embeddings directory (`BUCKETS` Parquet files; pandas reads it as one table)."""
     return f"embeddings/{version_key(embedding_version)}/{strategy.name}.parquet"

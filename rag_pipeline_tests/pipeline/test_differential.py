@@ -1,7 +1,7 @@
 """Incremental equals from scratch: a seeded random sequence of changes (notes added, edited, deleted,
 renamed, restricted or opened; the questions file edited, a question's split among it; people's labels
-added; settings changed, RAG_TEST_SHARE among them; outputs deleted, damaged or given a duplicate row by
-hand), each followed by the `make run` path, must leave every report Parquet (`judged_summary.parquet`
+added; settings changed, RAG_TEST_SHARE and RAG_SHARDS among them; outputs deleted, damaged or given a
+duplicate row by hand), each followed by the `make run` path, must leave every report Parquet (`judged_summary.parquet`
 among them), `answers.parquet`, `judgments.parquet`, `judged_items.parquet`, every configured served
 table and the current experiment's outcomes and judged outcomes exactly as a fresh build of the same
 state gives them, in one run; the release must judge the same candidate (and, when it releases, serve
@@ -55,13 +55,15 @@ MEASURED = {
 SEED = int(os.environ.get("RAG_DIFF_SEED", "19"))
 STEPS = int(os.environ.get("RAG_DIFF_STEPS", "24"))
 # besides the random ones, every sequence has a failed blocking check (`outputs_intact` on a Parquet
-# file cut short) and a duplicate chunk_id injected into a served table, both to be rebuilt, and the
-# inputs of the dev and test split: a question's own `split` and RAG_TEST_SHARE
+# file cut short) and a duplicate chunk_id injected into a served table, both to be rebuilt, the
+# inputs of the dev and test split (a question's own `split` and RAG_TEST_SHARE), and shards
 FORCED = {
     3: damage.damage_output,
     6: damage.duplicate_served_row,
     12: lambda world, data: world.forced(world.split_question),
     15: lambda world, data: world.forced(world.toggle_test_share),
+    # and each lane's notes in shards (RAG_SHARDS) for the rest of the sequence
+    18: lambda world, data: world.forced(world.toggle_shards),
 }
 # and a run `make run` never evaluated (the UI's *Materialize all*) just before a change: Dagster's
 # edge-triggered conditions lost such a change (the assets' own updates reset them)

@@ -18,6 +18,15 @@ def project_definitions(env: dict[str, str]):
     return build_definitions(Settings.from_env({"RAG_RETRY_AFTER": "0"} | env))
 
 
+def forget_reconstructed_jobs() -> None:
+    """Dagster keeps the job a `reconstructable` pointer last built (an `lru_cache` on the method):
+    the next execution of the pointer in this process builds it again, from the environment now."""
+    from dagster._core.definitions.reconstruct import ReconstructableJob  # no public way to clear it
+
+    ReconstructableJob.get_definition.cache_clear()
+    ReconstructableJob.get_repository_definition.cache_clear()
+
+
 def run_all(
     env: dict[str, str],
     assets=None,

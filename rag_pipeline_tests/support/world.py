@@ -213,6 +213,10 @@ class World:
         self.env["RAG_TEST_SHARE"] = "0.6" if self.env.get("RAG_TEST_SHARE", "0.3") == "0.3" else "0.3"
         return f"setting test share: {self.env['RAG_TEST_SHARE']}"
 
+    def toggle_shards(self) -> str:
+        self.env["RAG_SHARDS"] = "3" if self.env.get("RAG_SHARDS", "1") == "1" else "1"
+        return f"setting shards: {self.env['RAG_SHARDS']}"
+
     def forced(self, change) -> str:
         """`change` made and saved, at a step the sequence fixes."""
         what = change()

@@ -13,7 +13,7 @@ from rag_pipeline.lib.core.access import (
 from rag_pipeline.lib.core.arrowfile import read_arrow, write_arrow
 from rag_pipeline.lib.core.fence import Fence
 from rag_pipeline.lib.core.http import JsonClient, ServerError, bearer, without_v1
-from rag_pipeline.lib.core.incremental import content_version, rebuild_by_note
+from rag_pipeline.lib.core.incremental import content_version, in_note_order, note_buckets, rebuild_by_note
 from rag_pipeline.lib.core.localfile import DiskFullError
 from rag_pipeline.lib.core.locks import DirectoryLock
 from rag_pipeline.lib.core.names import closest, edit_distance, fold
@@ -61,9 +61,11 @@ __all__ = [
     "content_version",
     "edit_distance",
     "fold",
+    "in_note_order",
     "leaked_rows",
     "location",
     "may_read",
+    "note_buckets",
     "parquet_file",
     "publish_directory",
     "read_arrow",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +42,14 @@ def note_changes(previous: dict[str, str], current: dict[str, str]) -> NoteChang
         else:
             changes.unchanged.append(note)
     return changes
+
+
+def note_buckets(notes: Sequence[str], n: int) -> np.ndarray:
+    """Each row's part (0 to n - 1) by a hash of its note's path alone, so that what else the corpus
+    holds never moves a note: a lane's embedding files, and its shards (`RAG_SHARDS`)."""
+    inverse, names = pd.factorize(np.asarray(notes, dtype=object))
+    per_note = [int(hashlib.sha256(str(name).encode()).hexdigest()[:8], 16) % n for name in names]
+    return np.asarray(per_note, np.int64)[inverse] if len(names) else np.zeros(0, np.int64)
 
 
 def content_version(frame: pd.DataFrame, columns: list[str]) -> str:
@@ -136,6 +144,12 @@ def rebuild_by_note(
     return _in_note_order(previous[columns], keep, at, built, position), changes
 
 
+def in_note_order(frame: pd.DataFrame, position: dict[str, int]) -> pd.DataFrame:
+    """`frame`'s rows ordered by their note's `position`, the rows of one note in their order."""
+    order = np.argsort(frame["note"].map(position).to_numpy(), kind="stable")
+    return frame.iloc[order].reset_index(drop=True)
+
+
 MAX_PIECES = 64  # past this many runs of kept rows and built notes, one reordering take is cheaper
 
 
@@ -156,9 +170,7 @@ def _in_note_order(
     breaks = np.flatnonzero(np.diff(kept) != 1) + 1  # where the kept rows stop being one slice
     edges = np.unique(np.concatenate([[0, len(kept)], cuts, breaks])).astype(int)
     if np.any(np.diff(at[kept]) < 0) or len(edges) + len(blocks) > MAX_PIECES:
-        frame = pd.concat([previous[keep], built], ignore_index=True)
-        order = np.argsort(frame["note"].map(position).to_numpy(), kind="stable")
-        return frame.iloc[order].reset_index(drop=True)
+        return in_note_order(pd.concat([previous[keep], built], ignore_index=True), position)
     parts, b = [], 0
     for lo, hi in itertools.pairwise(edges):
         while b < len(blocks) and cuts[b] <= lo:

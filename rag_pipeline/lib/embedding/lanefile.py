@@ -20,7 +20,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rag_pipeline.lib.core import AnyPath, as_path, parquet_file, vector_column, vector_matrix, write_batches
+from rag_pipeline.lib.core import (
+    AnyPath,
+    as_path,
+    note_buckets,
+    parquet_file,
+    vector_column,
+    vector_matrix,
+    write_batches,
+)
 from rag_pipeline.lib.embedding.embedders import vector_problems
 from rag_pipeline.lib.embedding.vectorstore import VectorStore
 
@@ -33,13 +41,6 @@ ROWS = b"rows_sha256"  # footer key: a digest of the bucket's chunk_id and text 
 
 class LaneMismatch(ValueError):
     """The lane's files hold other chunks than the ones asked for."""
-
-
-def bucket_of(notes: Sequence[str]) -> np.ndarray:
-    """The bucket of each row's note: fixed by the note's name, whatever else the corpus holds."""
-    inverse, names = pd.factorize(np.asarray(notes, dtype=object))
-    per_note = [int(hashlib.sha256(str(n).encode()).hexdigest()[:8], 16) % BUCKETS for n in names]
-    return np.asarray(per_note, np.int64)[inverse] if len(names) else np.zeros(0, np.int64)
 
 
 def rows_digest(columns: dict[str, list[str]]) -> str:
@@ -180,7 +181,7 @@ class LaneWriter:
             fields += [("text_hash_ctx", pa.string()), ("vector_ctx", vector)]
         metadata = {"embedding_version": embedding_version, "dim": str(dim)}
         self.schema = pa.schema(fields, metadata=metadata)
-        bucket = bucket_of(notes)
+        bucket = note_buckets(notes, BUCKETS)
         self.buckets = []
         for b, path in enumerate(bucket_paths(self.directory)):
             rows = np.flatnonzero(bucket == b)

@@ -1,0 +1,76 @@
+"""RAG_SHARDS: each strategy's notes chunked and embedded in N steps that the executor runs side by
+side. On the bundled corpus through an embedding server that takes 1 s a request (a protocol
+stand-in on 127.0.0.1, fakes/openai_embed.py), one request at a time per step, under the
+multiprocess executor: 4 shards have several passage requests in flight at once, 1 shard never more
+than one; both builds give the same reports, and after a one-note commit the sharded build embeds
+only that note's new texts."""
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from rag_pipeline.definitions import reconstructable_job
+from rag_pipeline.lib.core import note_buckets
+from rag_pipeline.lib.sources import build_repository
+from rag_pipeline.settings import BUNDLED_CORPUS
+from rag_pipeline_tests.fakes.openai_embed import FakeOpenAIEmbeddings, most_at_once, openai_env
+from rag_pipeline_tests.support.repos import commit_files
+from rag_pipeline_tests.support.runs import assert_same_reports, done_and_reused, forget_reconstructed_jobs
+
+NOTE = "content/notes/caching/cache-stampede/index.md"
+ADDED = "\n\n## 追記\n\nロックの期限が切れると、待っていた全員が一度にオリジンへ向かいます。\n"
+
+
+def build(monkeypatch, env: dict[str, str], instance: dg.DagsterInstance):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)  # each step's process builds the job from the environment
+    forget_reconstructed_jobs()  # and so does this one, under these settings
+    result = dg.execute_job(dg.reconstructable(reconstructable_job), instance=instance)
+    assert result.success
+    return result
+
+
+@pytest.mark.slow
+def test_shards_embed_side_by_side_and_give_the_reports_of_one_step(tmp_path, monkeypatch):
+    repo = build_repository(BUNDLED_CORPUS, tmp_path / "notes")
+    env = {
+        "RAG_NOTES_REPO": str(tmp_path / "notes"),
+        "RAG_STRATEGIES": "section",
+        "RAG_RETRIEVERS": "dense",
+        "RAG_EXECUTOR": "multiprocess",
+        "RAG_EMBED_CONCURRENCY": "1",
+        "RAG_EMBED_BATCH_SIZE": "8",
+    }
+    (tmp_path / "home").mkdir()
+    with dg.DagsterInstance.local_temp(str(tmp_path / "home")) as instance:
+        most = {}
+        for shards in (1, 4):
+            with FakeOpenAIEmbeddings(delay=1.0) as server:
+                data = tmp_path / f"shards-{shards}"
+                build(
+                    monkeypatch,
+                    env | openai_env(server) | {"RAG_SHARDS": str(shards), "RAG_DATA_DIR": str(data)},
+                    instance,
+                )
+                passages = set(pd.read_parquet(data / "chunks" / "section.parquet")["text"])
+                most[shards] = most_at_once(server.spans, passages)
+        assert most[1] == 1 and most[4] >= 2, most
+        assert_same_reports(tmp_path / "shards-4" / "reports", tmp_path / "shards-1" / "reports")
+        for name in ("evaluation_summary", "question_ranks"):
+            pd.testing.assert_frame_equal(
+                pd.read_parquet(tmp_path / "shards-4" / "reports" / f"{name}.parquet"),
+                pd.read_parquet(tmp_path / "shards-1" / "reports" / f"{name}.parquet"),
+            )
+
+        text = (tmp_path / "notes" / NOTE).read_text(encoding="utf-8")
+        commit_files(repo, {NOTE: text + ADDED}, "a one-note edit")
+        with FakeOpenAIEmbeddings() as server:
+            env4 = env | openai_env(server) | {"RAG_SHARDS": "4", "RAG_DATA_DIR": str(tmp_path / "shards-4")}
+            done, reused = done_and_reused(build(monkeypatch, env4, instance))
+            chunks = pd.read_parquet(tmp_path / "shards-4" / "chunks" / "section.parquet")
+    # the passages sent are new texts of the edited note (the questions' vectors are all kept)
+    edited = chunks[chunks["note"] == "cache-stampede"]
+    assert server.texts and set(server.texts) <= set(edited["text"]), server.texts
+    (shard,) = set(note_buckets(edited["note"].tolist(), 4).tolist())
+    others = {f"embeddings_section_shard_{k}" for k in range(4) if k != shard}
+    assert f"embeddings_section_shard_{shard}" in done and others <= reused, (done, reused)
