@@ -6,11 +6,12 @@ export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
 .PHONY: install run compare tune holdout test test-fast dev docs lint bench screenshots services services-stop worker
 install: $(VENV)/.installed
-# the celery extra too (light: celery, redis, psycopg2), so `make worker` needs no second install
+# the celery extra too (light: celery, redis, psycopg2), so `make worker` needs no second install;
+# and the k8s one (dagster-k8s and the Kubernetes client, wheels only), whose configuration is tested
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,celery]'
+	$(BIN)/pip install --quiet -e '.[dev,celery,k8s]'
 	touch $@
 
 # `make run` needs no daemon and no dagster.yaml: it executes its run itself. This one is for `make

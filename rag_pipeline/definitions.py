@@ -21,6 +21,7 @@ from rag_pipeline.defs import (
     sources,
 )
 from rag_pipeline.defs.executors import executor_for
+from rag_pipeline.defs.lease import leased
 from rag_pipeline.defs.resources import (
     AnswerResource,
     DataStore,
@@ -183,7 +184,7 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
         jobs=[asset_job({DATA_DIR_TAG: data_dir, **dict(settings.run_tags)}, outputs)],
         sensors=[automation.automation_sensor(settings.reindex, data_dir)],
         resources=resources,
-        executor=executor_for(settings),
+        executor=leased(executor_for(settings), data_dir),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterator
 
 import dagster as dg
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
@@ -18,7 +19,10 @@ from dagster._core.definitions.data_version import (
     extract_data_version_from_entry,
 )
 from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
+from dagster._core.events import DagsterEvent
 from dagster._core.execution.api import execute_run
+from dagster._core.execution.context.system import PlanOrchestrationContext
+from dagster._core.execution.plan.plan import ExecutionPlan
 from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, WorkerStatus
 from dagster._core.remote_origin import ManagedGrpcPythonEnvCodeLocationOrigin, RemoteRepositoryOrigin
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
@@ -122,3 +126,44 @@ class LocalRunLauncher(dg.DefaultRunLauncher):
         if dead(self._instance, run):
             return CheckRunHealthResult(WorkerStatus.FAILED, "the run worker's process is gone")
         return CheckRunHealthResult(WorkerStatus.RUNNING)
+
+
+# a run's id, its log, and its executor's events -> the events, the run held inside something
+Around = Callable[[str, dg.DagsterLogManager, Iterator[DagsterEvent]], Iterator[DagsterEvent]]
+
+
+class _AroundExecutor(dg.Executor):
+    """`inner`, with its execution of a whole run passed through `around`."""
+
+    def __init__(self, inner: dg.Executor, around: Around):
+        self.inner, self.around = inner, around
+
+    def execute(self, plan_context: PlanOrchestrationContext, execution_plan: ExecutionPlan):
+        events = self.inner.execute(plan_context, execution_plan)
+        yield from self.around(plan_context.run_id, plan_context.log, events)
+
+    @property
+    def retries(self):
+        return self.inner.retries
+
+    @property
+    def step_dependency_config(self):
+        return self.inner.step_dependency_config
+
+    def get_step_event_or_retry_event(self, *args, **kwargs):
+        return self.inner.get_step_event_or_retry_event(*args, **kwargs)
+
+
+def around_runs(executor_def: dg.ExecutorDefinition, around: Around) -> dg.ExecutorDefinition:
+    """`executor_def` (same name, config schema and requirements) whose execution of each run, in
+    the run's own process, goes through `around`. Gap: nothing public runs code around a whole run
+    in its process under every executor (resources are built per step process, hooks are per op)."""
+    create = executor_def.executor_creation_fn
+    assert create is not None, executor_def.name
+    return dg.ExecutorDefinition(
+        name=executor_def.name,
+        config_schema=executor_def.config_schema,
+        requirements=executor_def.get_requirements,
+        executor_creation_fn=lambda init_context: _AroundExecutor(create(init_context), around),
+        description=executor_def.description,
+    )

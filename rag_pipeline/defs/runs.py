@@ -12,6 +12,11 @@ cannot check a run worker of the default run launcher). Runs carry the host and 
 runs them (`HOST_TAG`, `PROCESS_TAG`; a run the daemon launched, the pid its run worker logged), so
 `make run` and the daemon's run monitoring (`dagster_internals.LocalRunLauncher`) mark such a run
 failed, and it no longer holds the data directory or counts as in progress.
+
+Runs of separate instances (two machines, each its own `DAGSTER_HOME`) cannot see each other's runs:
+on an object-store data directory a run also holds the directory's lease (lib/core/lease.py) from
+its first step to its end, in the run's own process under every executor (`lease.leased`), and a run of
+another instance waits for it, saying for whom. A local data directory is kept by the instance alone.
 """
 
 from __future__ import annotations
@@ -59,8 +64,9 @@ def holder(instance: dg.DagsterInstance, run_id: str, name: str) -> dg.DagsterRu
     return min(earlier, key=lambda r: r.storage_id).dagster_run if earlier else None
 
 
-def busy_message(name: str, run_id: str) -> str:
-    return f"the data directory {name} is written by run {run_id}; this run starts when it ends"
+def busy_message(name: str, run_id: str, where: str = "") -> str:
+    by = f"run {run_id} ({where})" if where else f"run {run_id}"
+    return f"the data directory {name} is written by {by}; this run starts when it ends"
 
 
 def worker_process(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str | None:

@@ -98,3 +98,35 @@ def test_the_local_run_launcher_reports_a_dead_worker_as_failed():
         for process, status in ((f"{gone.pid}@", "FAILED"), ("1@", "RUNNING")):
             run = recorded_run(instance, dg.DagsterRunStatus.STARTED, process)
             assert launcher.check_run_worker_health(run).status.value == status
+
+
+AROUND: list[str] = []  # what `around_job`'s run did, in order
+
+
+def around_job() -> dg.JobDefinition:
+    """A job of one op whose in-process executor passes each run through `around`."""
+
+    def around(run_id, log, events):
+        AROUND.append(f"before {run_id}")
+        yield from events
+        AROUND.append("after")
+
+    @dg.op
+    def step() -> None:
+        AROUND.append("step")
+
+    @dg.job(executor_def=internals.around_runs(dg.in_process_executor, around))
+    def around_job():
+        step()
+
+    return around_job
+
+
+def test_an_executor_runs_each_whole_run_inside_around_and_keeps_its_name_and_schema():
+    wrapped = internals.around_runs(dg.multiprocess_executor, lambda run_id, log, events: events)
+    assert wrapped.name == "multiprocess"
+    assert wrapped.config_schema is dg.multiprocess_executor.config_schema
+    assert wrapped.get_requirements({}) == dg.multiprocess_executor.get_requirements({})
+    with dg.instance_for_test() as instance:
+        result = dg.execute_job(dg.reconstructable(around_job), instance)
+    assert result.success and [f"before {result.run_id}", "step", "after"] == AROUND

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import dagster as dg
 import pandas as pd
@@ -12,10 +13,12 @@ import pytest
 
 from rag_pipeline.cli import show_report
 from rag_pipeline.definitions import build_definitions, reconstructable_job
+from rag_pipeline.defs.lease import leased
 from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes
+from rag_pipeline.lib.core.lease import LEASE, Lease
 from rag_pipeline.lib.serving import duplicate_chunk_ids, open_table
 from rag_pipeline.settings import Settings, SettingsError
-from rag_pipeline_tests.support.runs import assert_same_reports, run_all
+from rag_pipeline_tests.support.runs import assert_same_reports, run_all, until
 
 STRATEGIES = "fixed-500,section"  # two lanes: enough to run side by side, few processes to start
 REPORTS = [
@@ -93,13 +96,57 @@ def test_multiprocess_run_on_s3_gives_the_reports_of_a_local_in_process_run(
     pd.testing.assert_frame_equal(read_frame(ledger / outcomes), pd.read_parquet(kept / outcomes))
 
 
+def marking_job() -> dg.JobDefinition:
+    """A job of one op that writes `marker` into RAG_DATA_DIR, its executor holding the lease."""
+    data_dir = os.environ["RAG_DATA_DIR"]
+
+    @dg.op
+    def mark() -> None:
+        write_bytes(b"done", location(data_dir) / "marker")
+
+    @dg.job(executor_def=leased(dg.in_process_executor, data_dir))
+    def marking():
+        mark()
+
+    return marking
+
+
+def test_a_run_waits_for_the_lease_another_instances_run_holds_then_holds_its_own(s3, monkeypatch):
+    monkeypatch.setenv("RAG_DATA_DIR", s3)
+    root = location(s3)
+    other = Lease(root, "run-of-another-instance")
+    other.take()
+    with dg.instance_for_test() as instance:
+        ran = {}
+        job = dg.reconstructable(marking_job)
+        runner = threading.Thread(target=lambda: ran.update(result=dg.execute_job(job, instance)))
+        runner.start()
+
+        def told() -> list[str]:
+            runs = instance.get_runs(limit=1)
+            logs = instance.all_logs(runs[0].run_id) if runs else []
+            return [e.user_message for e in logs if e.user_message.startswith("waiting: ")]
+
+        [line] = until(told, timeout=60, every_s=0.2)
+        assert line.startswith(
+            f"waiting: the data directory {s3} is written by run run-of-another-instance (host "
+        )
+        assert runner.is_alive() and not (root / "marker").exists()  # nothing runs while it waits
+        other.release()
+        runner.join()
+        assert ran["result"].success and (root / "marker").exists()
+        assert not (root / LEASE).exists()  # released at the run's end
+    assert leased(dg.in_process_executor, "/tmp/data") is dg.in_process_executor  # the instance keeps it
+
+
 @pytest.mark.slow  # two whole runs at once
 def test_two_machines_building_one_s3_data_directory_at_once_both_succeed(
     small_env, tmp_path, s3, monkeypatch
 ):
     """Two `dagster job execute` on one S3 data directory, started together, each with its own
-    TMPDIR and DAGSTER_HOME (two machines, no shared lock or instance): the shared vector store
-    and tables survive both, no table holds a chunk_id twice, and the reports are a fresh build's."""
+    TMPDIR and DAGSTER_HOME (two machines, no shared lock or instance): one run waits for the
+    other's lease, saying so, and starts its steps after the other ended; both succeed, the shared
+    vector store and tables survive both, and the reports are a fresh build's."""
     local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
     assert run_all(local).success  # the assets and resources `local` describes, as the job's
     runs = []
@@ -120,7 +167,21 @@ def test_two_machines_building_one_s3_data_directory_at_once_both_succeed(
         )
     outputs = [run.communicate(timeout=900)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], [out[-3000:] for out in outputs]
+    ended, first_step, waits = {}, {}, {}
+    for machine, output in zip(("a", "b"), outputs):
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / machine / "home"))
+        with dg.DagsterInstance.get() as instance:
+            [record] = instance.get_run_records()
+            run_id = record.dagster_run.run_id
+            steps = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_START).records
+        ended[run_id], first_step[run_id] = record.end_time, steps[0].timestamp
+        waits[run_id] = [line for line in output.splitlines() if "waiting: the data directory" in line]
+    [(waiter, [line])] = [(run_id, lines) for run_id, lines in waits.items() if lines]
+    [holder] = set(waits) - {waiter}
+    assert f"waiting: the data directory {s3} is written by run {holder} (host " in line
+    assert first_step[waiter] > ended[holder]  # its steps started after the other run ended
+    assert not (location(s3) / "lease.json").exists()  # released
     for table in ("fixed_500", "section"):
         assert duplicate_chunk_ids(open_table(location(s3) / "lancedb", table)) == 0
-    # the same rows; two writers' syncs leave more versions of a table than one writer's
+    # the same rows; two runs' syncs leave more versions of a table than one run's
     assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports", ignore=("table_version",))

@@ -6,13 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from rag_pipeline.settings import PROJECT_ROOT
-from rag_pipeline_tests.support.runs import cli
+from rag_pipeline_tests.support.runs import cli, until
 from rag_pipeline_tests.support.services import free_port
 from scripts.screenshots import graphql
 
@@ -20,19 +19,6 @@ LOADED = "{ workspaceOrError { ... on Workspace { locationEntries { loadStatus }
 LAST_RUN = "{ runsOrError(limit: 1) { ... on Runs { results { runId status parentRunId } } } }"
 REEXECUTE = """mutation { launchRunReexecution(reexecutionParams: {parentRunId: "%s", strategy: ALL_STEPS}) {
   __typename ... on PythonError { message } } }"""
-
-
-def until(what, timeout: float = 300.0):
-    """`what()` once it is truthy, polled."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if found := what():
-                return found
-        except OSError:  # not answering yet
-            pass
-        time.sleep(1.0)
-    raise TimeoutError(f"not within {timeout:.0f} s")
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ import difflib
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -199,3 +200,16 @@ def recorded_run(instance, status, process: str, host: str | None = None):
 
     tags = {HOST_TAG: host or this_host(), PROCESS_TAG: process}
     return instance.add_run(dg.DagsterRun(job_name="index_and_evaluate", status=status, tags=tags))
+
+
+def until(what, timeout: float = 300.0, every_s: float = 1.0):
+    """`what()` once it is truthy, polled every `every_s` (what another process or thread does)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if found := what():
+                return found
+        except OSError:  # not answering yet
+            pass
+        time.sleep(every_s)
+    raise TimeoutError(f"not within {timeout:.0f} s")

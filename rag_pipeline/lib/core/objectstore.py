@@ -51,13 +51,18 @@ def object_store(where: Path | Location) -> Iterator[None]:
             raise
         if _gone(where):
             raise FileNotFoundError(errno.ENOENT, "no such object", str(where)) from exc
-        via = f"endpoint {_endpoint()}" if _endpoint() else "AWS S3 itself (no AWS_ENDPOINT_URL)"
-        keys = "set" if os.environ.get("AWS_ACCESS_KEY_ID") else "not set"
-        raise StorageError(
-            f"{where}: object store error via {via}, region {_region()}, AWS_ACCESS_KEY_ID {keys}: "
-            f"{' '.join(str(exc).split())}; check AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3), "
-            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
-        ) from exc
+        raise refused(where, exc) from exc
+
+
+def refused(where: Location, exc: Exception) -> StorageError:
+    """The one line for an object store's error: the object, and the AWS_* settings used."""
+    via = f"endpoint {_endpoint()}" if _endpoint() else "AWS S3 itself (no AWS_ENDPOINT_URL)"
+    keys = "set" if os.environ.get("AWS_ACCESS_KEY_ID") else "not set"
+    return StorageError(
+        f"{where}: object store error via {via}, region {_region()}, AWS_ACCESS_KEY_ID {keys}: "
+        f"{' '.join(str(exc).split())}; check AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3), "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    )
 
 
 def s3_filesystem() -> pafs.S3FileSystem:
@@ -72,6 +77,23 @@ def s3_filesystem() -> pafs.S3FileSystem:
             "secret_key": os.environ.get("AWS_SECRET_ACCESS_KEY", ""),
         }
     return pafs.S3FileSystem(**options)
+
+
+def s3_client():
+    """boto3's S3 client with the same settings: for the conditional writes pyarrow's S3 filesystem
+    does not offer (lease.py)."""
+    import boto3
+    from botocore.config import Config
+
+    keys = os.environ.get("AWS_ACCESS_KEY_ID")
+    return boto3.client(
+        "s3",
+        region_name=_region(),
+        endpoint_url=_endpoint() or None,
+        aws_access_key_id=keys or None,
+        aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "") if keys else None,
+        config=Config(connect_timeout=5, read_timeout=20, retries={"mode": "standard", "max_attempts": 3}),
+    )
 
 
 def storage_options(path: str | Path | Location) -> dict[str, str] | None:
