@@ -63,7 +63,7 @@ class Progress:
             elif self.tty and (progress := EMBEDDED.match(message)):
                 self.draw(*progress.groups())
             elif message and (entry.level >= 30 or "embedded" in message):
-                self.show(f"  {message.splitlines()[0][:160]}")
+                self.show(f"  {message.splitlines()[0]}")  # whole: a warning may name many notes
         elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
             data = event.event_specific_data.materialization
             if "reused" in data.metadata:
@@ -76,14 +76,14 @@ class Progress:
                 problem = next(
                     (str(check.metadata[k].value) for k in PROBLEM_KEYS if k in check.metadata), ""
                 )
-                problem = " ".join(problem.replace("- ", "").split())[:160] or "no detail"
+                problem = " ".join(problem.replace("- ", "").split()) or "no detail"
                 self.checks_failed.setdefault(check.asset_key.to_user_string(), []).append(
                     (check.check_name, problem)
                 )
         elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
             message = user_message(error) if error else "failed"
-            if message.startswith(CHECK_FAILED):
+            if error is not None and error.cls_name == CHECK_FAILED:
                 checks = self.checks_failed.get(event.step_key, [])
                 message = "; ".join(f"check {name} failed: {problem}" for name, problem in checks) or message
             self.failed.append(event.step_key)

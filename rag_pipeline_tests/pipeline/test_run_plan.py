@@ -152,3 +152,30 @@ def test_a_terminal_redraws_one_progress_line_and_a_pipe_gets_the_log_lines(tty)
     else:
         assert "\r" not in out and out.count("\n") == 4
         assert "  embeddings_section: embedded 20/40 texts (2.0 texts/s)\n  a warning\n" in out
+
+
+def test_a_failed_blocking_check_is_one_line_with_its_name_and_problem_and_a_long_warning_is_whole():
+    reasons = "evidence recall@k dropped from 0.671 to 0.125 on the 280 questions both scored"
+    notes = ", ".join(f"note-{n} (sre only)" for n in range(30))
+
+    @dg.asset(check_specs=[dg.AssetCheckSpec("release_gate", asset="release", blocking=True)])
+    def release(context):
+        context.log.warning(f"live narrowed outside a release: withheld {notes}")
+        return dg.MaterializeResult(
+            check_results=[dg.AssetCheckResult(passed=False, metadata={"reasons": reasons})]
+        )
+
+    @dg.asset(deps=[release])
+    def below():
+        pass
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize([release, below], instance=instance, raise_on_error=False)
+        shown: list[str] = []
+        progress = Progress(echo=shown.append)
+        for record in instance.all_logs(result.run_id):
+            progress.see(record)
+        progress.flush(force=True)
+    assert f"  FAILED  release: check release_gate failed: {reasons}" in shown, shown
+    assert progress.rejected()
+    assert any(line.endswith("note-29 (sre only)") for line in shown), shown
