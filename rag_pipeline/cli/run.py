@@ -125,11 +125,16 @@ def wait_while_busy(instance: dg.DagsterInstance, name: str) -> None:
 
 def open_instance(plan: bool = False) -> dg.DagsterInstance:
     """`DAGSTER_HOME`'s instance, by default `make run`'s (`DEFAULT_DAGSTER_HOME`); a `plan` before
-    it exists reads an empty one in memory, creating nothing. Two processes creating a fresh one at
-    once would race on its sqlite tables, so the creation is done under a lock."""
+    it exists (no directory, or Dagster's default sqlite storage not made yet in it) reads an empty
+    one in memory, creating nothing. Two processes creating a fresh one at once would race on its
+    sqlite tables, so the creation is done under a lock."""
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(DEFAULT_DAGSTER_HOME)))
-    if plan and not home.is_dir():
+    config = home / "dagster.yaml"
+    own_storage = config.exists() and "storage" in config.read_text()  # Postgres, say
+    if plan and not own_storage and not (home / "history" / "runs.db").exists():
         return dg.DagsterInstance.ephemeral()
+    if plan:
+        return dg.DagsterInstance.get()  # made already: opening it creates nothing
     home.mkdir(parents=True, exist_ok=True)
     lock = DirectoryLock(home / ".rag-instance.lock", "instance set-up")
     lock.acquire()

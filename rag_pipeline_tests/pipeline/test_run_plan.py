@@ -113,9 +113,15 @@ def test_without_dagster_home_every_cli_takes_make_run_s(tmp_path, monkeypatch):
     monkeypatch.delenv("DAGSTER_HOME")
     with run.open_instance(plan=True) as instance:
         assert not instance.get_runs() and not home.exists()
+    home.mkdir()
+    (home / "dagster.yaml").write_text("run_monitoring:\n  enabled: true\n")  # as the Makefile makes it
+    with run.open_instance(plan=True) as instance:  # made, but no storage in it yet: still none
+        assert not instance.get_runs() and sorted(p.name for p in home.iterdir()) == ["dagster.yaml"]
     assert os.environ["DAGSTER_HOME"] == str(home)  # the run's processes read the same one
     with run.open_instance() as instance:
-        assert instance.root_directory == str(home) and home.is_dir()
+        assert instance.root_directory == str(home) and (home / "history" / "runs.db").exists()
+    with run.open_instance(plan=True) as instance:  # made: the plan reads it
+        assert instance.root_directory == str(home)
 
 
 def test_the_progress_bar_says_how_much_is_done_and_the_time_left():
