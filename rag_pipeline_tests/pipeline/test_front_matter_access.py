@@ -109,7 +109,7 @@ def test_the_note_is_restricted_in_every_output(world, form):
         assert len(mine) and all(list(a) == ["sre"] for a in mine["access"])
         assert not mine["text"].str.contains("access|title", regex=True).any()  # front matter is no text
         assert all(list(a) == ["sre"] for a in chunks.loc[chunks["text"].str.contains(mark), "access"])
-        served = open_live(data, strategy).table.search().select(["text", "access"]).limit(None).to_pandas()
+        served = open_live(data, strategy).table.read(["text", "access"]).to_pandas()
         assert all(list(a) == ["sre"] for a in served.loc[served["text"].str.contains(mark), "access"])
         ranked = pd.read_parquet(data / "retrieval" / f"{strategy}.parquet")
         outsiders = ranked[ranked["question_id"] != "1"]

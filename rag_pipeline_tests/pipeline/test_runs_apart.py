@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from rag_pipeline.lib.core import location
-from rag_pipeline.lib.serving import duplicate_chunk_ids, open_table
+from rag_pipeline.lib.serving import duplicate_chunk_ids
 from rag_pipeline_tests.support.runs import assert_same_reports, run_all
+from rag_pipeline_tests.support.served import open_table
 from rag_pipeline_tests.support.services import missing, services
 
 STRATEGIES = "fixed-500,section"

@@ -13,9 +13,10 @@ import pytest
 from rag_pipeline.cli import show_report
 from rag_pipeline.definitions import build_definitions, reconstructable_job
 from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes
-from rag_pipeline.lib.serving import duplicate_chunk_ids, open_table
+from rag_pipeline.lib.serving import duplicate_chunk_ids
 from rag_pipeline.settings import Settings, SettingsError
 from rag_pipeline_tests.support.runs import assert_same_reports, run_all
+from rag_pipeline_tests.support.served import open_table
 
 STRATEGIES = "fixed-500,section"  # two lanes: enough to run side by side, few processes to start
 REPORTS = [

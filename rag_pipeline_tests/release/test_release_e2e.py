@@ -18,12 +18,13 @@ import pytest
 
 from rag_pipeline.cli import release, show_report
 from rag_pipeline.lib.core import may_read
-from rag_pipeline.lib.serving import live_version, open_table
+from rag_pipeline.lib.serving import live_version
 from rag_pipeline.lib.sources.bundled_repo import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
 from rag_pipeline_tests.fakes.ollama import FakeOllama
 from rag_pipeline_tests.support.repos import commit_files
 from rag_pipeline_tests.support.runs import asked, make_run, project_definitions
+from rag_pipeline_tests.support.served import open_table
 
 PASSAGE = re.compile(r"^\s+\[\d+\] (\S+) > ", re.M)
 
