@@ -41,7 +41,7 @@ class RetrievalResource(FromSettings):
         return [parse_retriever(r) for r in self.retrievers]
 
     def needs_contextual_vectors(self) -> bool:
-        return any(i == "dense+ctx" for s in self.specs() for i in s.inputs)
+        return any(s.contextual and s.uses_embedder for s in self.specs())
 
     def settings(self) -> RetrievalSettings:
         return RetrievalSettings(
