@@ -21,6 +21,7 @@ from rag_pipeline.defs.resources import (
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, write_table
 from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.embedding import Embedder
 from rag_pipeline.lib.evaluation import to_markdown
 from rag_pipeline.lib.questions import asker_groups, usable
 from rag_pipeline.lib.serving import (
@@ -118,6 +119,17 @@ def verdict(frame: pd.DataFrame) -> dg.AssetCheckResult:
     )
 
 
+def served_rows(store: DataStore, model: Embedder, strategy: Strategy) -> LazyRows:
+    """The rows the strategy's served table holds: its chunks with their vectors, read from the
+    lane's embeddings as the table takes them, and the embedding_version that made them."""
+    chunks = store.read(lanes.lane_path("chunks", strategy))
+    ids = chunks["chunk_id"].tolist()
+    vectors, _ = lanes.read_vectors(
+        store, model.embedding_version, model.dim, strategy, ids, contextual=False
+    )
+    return LazyRows(chunks.assign(embedding_version=model.embedding_version), vectors)
+
+
 def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.AssetsDefinition:
     table_name = lanes.table_name(strategy)
 
@@ -139,18 +151,12 @@ def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.Asset
         served_store: ServedStore,
         store: DataStore,
     ) -> dg.MaterializeResult:
-        chunks = store.read(lanes.lane_path("chunks", strategy))
-        model = embedder.get()
-        ids = chunks["chunk_id"].tolist()
-        vectors, _ = lanes.read_vectors(
-            store, model.embedding_version, model.dim, strategy, ids, contextual=False
-        )
-        frame = chunks.assign(embedding_version=model.embedding_version)
+        rows = served_rows(store, embedder.get(), strategy)
         db_dir = store.path(lanes.DB_DIR)
-        synced = served_store.get().sync(table_name, LazyRows(frame, vectors), serving.ann(), DEFAULT_RETAIN)
+        synced = served_store.get().sync(table_name, rows, serving.ann(), DEFAULT_RETAIN)
         context.log.info(f"{lanes.lane_key('index', strategy)}: {synced}")
         return materialized(
-            content_version(frame, TABLE_CONTENT),
+            content_version(rows.frame, TABLE_CONTENT),
             synced
             | {
                 "index_params": dg.MetadataValue.json(synced["index_params"]),

