@@ -3,7 +3,6 @@ S3-compatible server (moto) on 127.0.0.1, gives the reports a local in-process r
 
 import json
 import os
-import subprocess
 import sys
 
 import dagster as dg
@@ -13,10 +12,9 @@ import pytest
 from rag_pipeline.cli import show_report
 from rag_pipeline.definitions import build_definitions, reconstructable_job
 from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes
-from rag_pipeline.lib.serving import duplicate_chunk_ids
 from rag_pipeline.settings import Settings, SettingsError
-from rag_pipeline_tests.support.runs import assert_same_reports, run_all
-from rag_pipeline_tests.support.served import open_table
+from rag_pipeline_tests.support.runs import assert_same_reports, at_once, run_all
+from rag_pipeline_tests.support.served import assert_each_chunk_once
 
 STRATEGIES = "fixed-500,section"  # two lanes: enough to run side by side, few processes to start
 REPORTS = [
@@ -103,25 +101,14 @@ def test_two_machines_building_one_s3_data_directory_at_once_both_succeed(
     and tables survive both, no table holds a chunk_id twice, and the reports are a fresh build's."""
     local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
     assert run_all(local).success  # the assets and resources `local` describes, as the job's
-    runs = []
+    envs = []
     for machine in ("a", "b"):
         for part in ("tmp", "home"):
             (tmp_path / machine / part).mkdir(parents=True)
         env = os.environ | local | {"RAG_DATA_DIR": s3, "TMPDIR": str(tmp_path / machine / "tmp")}
-        env["DAGSTER_HOME"] = str(tmp_path / machine / "home")
-        command = [sys.executable, "-m", "dagster", "job", "execute", "-m", "rag_pipeline.definitions"]
-        runs.append(
-            subprocess.Popen(
-                [*command, "-j", "index_and_evaluate"],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
-    outputs = [run.communicate(timeout=900)[0] for run in runs]
-    assert [run.returncode for run in runs] == [0, 0], [out[-3000:] for out in outputs]
-    for table in ("fixed_500", "section"):
-        assert duplicate_chunk_ids(open_table(location(s3) / "lancedb", table)) == 0
+        envs.append(env | {"DAGSTER_HOME": str(tmp_path / machine / "home")})
+    command = [sys.executable, "-m", "dagster", "job", "execute", "-m", "rag_pipeline.definitions"]
+    at_once([*command, "-j", "index_and_evaluate"], envs)
+    assert_each_chunk_once(location(s3) / "lancedb", ["fixed_500", "section"])
     # the same rows; two writers' syncs leave more versions of a table than one writer's
     assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports", ignore=("table_version",))
