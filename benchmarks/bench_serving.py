@@ -11,11 +11,12 @@ import argparse
 import tempfile
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from rag_pipeline.lib.serving import AnnConfig, open_table, serving_eval, serving_rows, sync_table
+from rag_pipeline.lib.serving import AnnConfig, LanceStore, serving_eval, serving_rows
 
 READER = "team-a"  # the selective reader's group; it may read FILTERED_SHARE of the rows
 FILTERED_SHARE = 0.01
@@ -74,14 +75,15 @@ def main() -> None:
     no_index = AnnConfig(kind=args.index, min_rows=args.rows + 1)
 
     with tempfile.TemporaryDirectory() as db_dir:
+        store = LanceStore(Path(db_dir))
         rows = serving_rows(frame, vectors)
-        write, t_write = timed(lambda: sync_table(db_dir, "bench", rows, ann=no_index, retain=timedelta(0)))
-        built, t_index = timed(lambda: sync_table(db_dir, "bench", rows, ann=ann, retain=timedelta(0)))
+        write, t_write = timed(lambda: store.sync("bench", rows, no_index, timedelta(0)))
+        built, t_index = timed(lambda: store.sync("bench", rows, ann, timedelta(0)))
         edited = frame.copy()
         changed = rng.random(args.rows) < 0.01
         edited.loc[changed, "commit"] = "c1"
         resync, t_resync = timed(
-            lambda: sync_table(db_dir, "bench", serving_rows(edited, vectors), ann=ann, retain=timedelta(0))
+            lambda: store.sync("bench", serving_rows(edited, vectors), ann, timedelta(0))
         )
         # isotropic noise in many dims makes a cluster's points near-equidistant from a query:
         # the hard case for PQ, shown by how little the exact top-1 and top-k cosines differ
@@ -98,7 +100,7 @@ def main() -> None:
             f"versions kept {resync['versions_kept']}, {resync['disk_bytes'] / 2**20:.0f} MiB)"
         )
 
-        table = open_table(db_dir, "bench")
+        table = store.open("bench")
         results = []
         for label, groups, prefilter in [
             ("none", None, True),

@@ -31,6 +31,7 @@ from rag_pipeline.defs.resources import (
     QuestionsFile,
     ReleaseResource,
     RetrievalResource,
+    ServedStore,
     ServingResource,
 )
 from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name
@@ -56,6 +57,7 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "embedder": EmbedderResource.from_settings(settings, store=store),
         "retrieval": RetrievalResource.from_settings(settings),
         "serving": ServingResource.from_settings(settings),
+        "served_store": ServedStore.from_settings(settings, store=store),
         "answerer": AnswerResource.from_settings(settings),
         "judge": JudgeResource.from_settings(settings, store=store),
         "release": ReleaseResource.from_settings(settings),

@@ -1,9 +1,11 @@
 """The import structure: no circle between modules, and no import from a lower layer to a higher one.
 
 Layers, lowest first: the lib packages in stage order (core ... serving, release), then `settings`, then
-`defs`, then `definitions`, then the command-line modules. `lib` imports no Dagster."""
+`defs`, then `definitions`, then the command-line modules. `lib` imports no Dagster; LanceDB is imported
+behind the served-store seam only."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -67,19 +69,41 @@ def test_no_module_imports_a_higher_layer():
     assert not wrong
 
 
+def packages(path: Path) -> set[str]:
+    """The top-level packages `path` imports anywhere (inside a function or under `if TYPE_CHECKING`
+    too), and every name its type annotations use (quoted ones too: `lancedb.table.Table`)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, (ast.arg, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef)):
+            note = (
+                node.returns if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else node.annotation
+            )
+            for part in ast.walk(note) if note is not None else ():
+                if isinstance(part, ast.Name):
+                    found.add(part.id)
+                elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    found |= set(re.findall(r"\b(\w+)\.", part.value))
+    return found
+
+
 def test_lib_imports_no_dagster():
     users = [
         m
         for m, p in MODULES.items()
-        if m.startswith("rag_pipeline.lib")
-        and any(
-            isinstance(n, (ast.Import, ast.ImportFrom))
-            and any(a.name.startswith("dagster") for a in n.names)
-            | str(getattr(n, "module", "")).startswith("dagster")
-            for n in ast.walk(ast.parse(p.read_text()))
-        )
+        if m.startswith("rag_pipeline.lib") and any(n.startswith("dagster") for n in packages(p))
     ]
     assert not users
+
+
+def test_lancedb_is_imported_by_two_modules_at_most():
+    """LanceDB sits behind the served-store seam (`lib/serving/store.py`): its store (`lance.py`) and
+    that store's sync (`tables.py`); every other module uses the seam's types."""
+    users = sorted(m for m, p in MODULES.items() if "lancedb" in packages(p))
+    assert len(users) <= 2 and all(m.startswith("rag_pipeline.lib.serving.") for m in users), users
 
 
 def test_there_is_no_import_circle():

@@ -10,7 +10,6 @@ import argparse
 import os
 import sys
 
-import lancedb
 import pyarrow.compute as pc
 
 from rag_pipeline.lib.answers import LLMError, make_prompt, parse_reply
@@ -18,7 +17,7 @@ from rag_pipeline.lib.answers.units import Unit
 from rag_pipeline.lib.core import AnyPath, location, read_frame, unknown_group
 from rag_pipeline.lib.embedding import EmbeddingError
 from rag_pipeline.lib.release import RELEASE_DIR, ReleaseError, read_current, released_table
-from rag_pipeline.lib.serving import LiveTable, RevokedError, search_rows, table_key
+from rag_pipeline.lib.serving import LiveTable, RevokedError, ServedTable, search_rows, table_key
 from rag_pipeline.settings import Settings, SettingsError
 
 COLUMNS = ["chunk_id", "note", "heading_path", "text"]
@@ -35,11 +34,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def known_groups(table: lancedb.table.Table, data_dir: AnyPath) -> set[str]:
+def known_groups(table: ServedTable, data_dir: AnyPath) -> set[str]:
     """Every group a note of the live table or a question of the last build names."""
     from rag_pipeline.defs.lanes import QUESTIONS  # Dagster is loaded by now: `build_resources`
 
-    access = table.search().select(["access"]).limit(None).to_arrow()["access"]
+    access = table.read(["access"])["access"]
     known = set(pc.unique(pc.list_flatten(access)).to_pylist())
     if (data_dir / QUESTIONS).exists():
         for groups in read_frame(data_dir / QUESTIONS, columns=["groups"])["groups"]:

@@ -15,14 +15,8 @@ from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version
-from rag_pipeline.lib.embedding import (
-    BUCKETS,
-    LaneWriter,
-    Passages,
-    bucket_paths,
-    passage_hashes,
-    progress_reporter,
-)
+from rag_pipeline.lib.embedding import Passages, passage_hashes, progress_reporter
+from rag_pipeline.lib.embedding.lanefile import BUCKETS, LaneWriter, bucket_paths
 
 
 def vectors_config(embedder: EmbedderResource, retrieval: RetrievalResource) -> str:

@@ -24,6 +24,7 @@ from rag_pipeline.lib.core import (
 from rag_pipeline.lib.evaluation import (
     REPORT_KS,
     Report,
+    Reported,
     build_report,
     glance_tables,
     headline_md,
@@ -209,9 +210,8 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         drift = store.read(lanes.GOLD_DRIFT)
         drawn_path = store.path("drawn", "plots.arrow")
         known = load_drawn(drawn_path)
-        report = build_report(
-            outcomes, RUN_KEYS, retrieval.settings(), baseline, provenance, invalid, same, gold, known
-        )
+        reported = Reported(RUN_KEYS, retrieval.settings(), baseline)
+        report = build_report(outcomes, reported, provenance, invalid, same, gold, known)
         if report.drawn.keys() != known.keys():
             write_arrow(
                 pa.table({"key": list(report.drawn), "pngs": pa.array(list(report.drawn.values()), PNGS)}),

@@ -9,11 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rag_pipeline.lib.core import location, parquet_file
 from rag_pipeline.lib.release import CURRENT, RELEASE_DIR, verify_release
-from rag_pipeline.lib.serving import open_table
+from rag_pipeline.lib.serving import DB_DIR, LanceStore, duplicate_chunk_ids
 
 
 def outputs(
@@ -64,7 +63,7 @@ def lance_files(entry: dict) -> str | None:
         )
     path = Path(str(entry["path"]))
     if path.name == CURRENT and path.parent.name == RELEASE_DIR:
-        return fingerprint(path.parent.parent / "lancedb", path)
+        return fingerprint(path.parent.parent / DB_DIR, path)
     return None
 
 
@@ -84,7 +83,7 @@ def damaged_entry(entry: dict) -> str | None:
     """Why one recorded output is missing or unreadable, or None."""
     if "table" in entry:
         try:
-            table = open_table(location(entry["db"]), entry["table"])
+            table = LanceStore(location(entry["db"])).open(entry["table"])
             version = table.version
             table.count_rows()
         except Exception as exc:  # LanceDB raises several types for a missing or broken table
@@ -92,14 +91,13 @@ def damaged_entry(entry: dict) -> str | None:
                 f"LanceDB table {entry['table']} in {entry['db']} cannot be read ({exc.__class__.__name__})"
             )
         if "tag" in entry:
-            tagged = table.tags.list().get(entry["tag"], {}).get("version")
+            tagged = table.tagged(entry["tag"])
             if tagged != entry["version"]:
                 return f"LanceDB table {entry['table']}: tag {entry['tag']!r} is on {tagged}, not {entry['version']}"
             return None
         if version != entry["version"]:
             return f"LanceDB table {entry['table']} is at version {version}, not {entry['version']}"
-        ids = table.search().select(["chunk_id"]).limit(None).to_arrow()["chunk_id"]
-        if pc.count_distinct(ids).as_py() != len(ids):
+        if duplicate_chunk_ids(table):
             return f"LanceDB table {entry['table']} holds a chunk_id twice"
         return None
     path = location(entry["path"])

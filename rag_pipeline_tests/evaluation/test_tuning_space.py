@@ -6,6 +6,7 @@ import pytest
 from rag_pipeline.lib.chunking import read_strategy_file
 from rag_pipeline.lib.evaluation.tuning import SpaceError, draw, read_space
 from rag_pipeline.settings import PROJECT_ROOT
+from rag_pipeline_tests.support.errors import one_line_error
 
 
 def test_the_shipped_space_and_its_trials(tmp_path):
@@ -51,9 +52,4 @@ def test_points_the_pipeline_would_refuse_are_left_out(tmp_path):
     ],
 )
 def test_a_bad_space_is_one_line_naming_the_file(tmp_path, text, message):
-    path = tmp_path / "space.toml"
-    path.write_text(text)
-    with pytest.raises(SpaceError) as caught:
-        read_space(path)
-    assert str(caught.value).startswith(str(path)) and message in str(caught.value)
-    assert "\n" not in str(caught.value)
+    assert message in one_line_error(tmp_path / "space.toml", text, read_space, SpaceError)

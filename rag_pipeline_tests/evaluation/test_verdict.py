@@ -14,14 +14,32 @@ def matrix(*rows: tuple, n_dev: int = 196, n_test: int = 84) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS).assign(n_dev=n_dev, n_test=n_test)
 
 
+# the matrices the tests judge, a scenario's rows together: (scenario, *a row of `matrix`)
+SCENARIOS = [
+    ("winner", "section/rrf", 0.90, 1200, 0.91, 0.80, 0.88, 0.31, 0.0004),
+    ("winner", "fixed-1000", 0.60, 4300, 0.60, 0.70, 0.57, 0.0, 1.0),
+    ("leader", "a", 0.80, 900, 0.85, 0.8, 0.70, 0.02, 0.6),
+    ("leader", "b", 0.82, 900, 0.80, 0.8, 0.86, 0.18, 0.001),
+    ("leader", "base", 0.70, 900, 0.70, 0.7, 0.68, 0.0, 1.0),
+    ("tie", "fixed-200/bm25", 0.9, 1000, 0.90, 0.70, 0.9, 0.02, 0.62),
+    ("tie", "section", 0.9, 1500, 0.90, 0.85, 0.9, 0.02, 0.62),
+    ("tie", "fixed-1000", 0.88, 4300, 0.88, 0.90, 0.88, 0.0, 1.0),
+    ("tie", "fixed-2000", 0.7, 6900, 0.70, 0.90, 0.7, -0.18, 0.01),
+    ("ties", "a", 0.95, 900, 0.95, 0.9, 0.9, 0.2, 0.01),
+    ("ties", "b", 0.95, 800, 0.95, 0.8, 0.9, 0.2, 0.02),
+    ("ties", "base", 0.75, 900, 0.75, 0.7, 0.7, 0, 1),
+    ("baseline", "base", 0.9, 900, 0.9, 0.9, 0.9, 0.0, 1.0),
+    ("baseline", "other", 0.8, 500, 0.8, 0.9, 0.8, -0.1, 0.2),
+]
+
+
+def judged(scenario: str, baseline: str) -> dict:
+    """The verdict on a scenario's matrix (196 development and 84 test questions) against `baseline`."""
+    return verdict(matrix(*(row[1:] for row in SCENARIOS if row[0] == scenario)), baseline)
+
+
 def test_a_significant_winner_is_chosen_on_dev_and_confirmed_on_test():
-    got = verdict(
-        matrix(
-            ("section/rrf", 0.90, 1200, 0.91, 0.80, 0.88, 0.31, 0.0004),
-            ("fixed-1000", 0.60, 4300, 0.60, 0.70, 0.57, 0.0, 1.0),
-        ),
-        "fixed-1000",
-    )
+    got = judged("winner", "fixed-1000")
     assert got["best"] == ["section/rrf"] and got["significant"] and got["chosen_on"] == "dev"
     assert (got["n_dev"], got["n_test"], got["dev_value"], got["test_value"]) == (196, 84, 0.91, 0.88)
     assert (got["test_delta"], got["test_p"]) == (0.31, 0.0004) == (got["delta"], got["p_value"])
@@ -33,14 +51,7 @@ def test_a_significant_winner_is_chosen_on_dev_and_confirmed_on_test():
 
 
 def test_the_leader_on_dev_is_chosen_even_when_another_is_better_on_test():
-    got = verdict(
-        matrix(
-            ("a", 0.80, 900, 0.85, 0.8, 0.70, 0.02, 0.6),
-            ("b", 0.82, 900, 0.80, 0.8, 0.86, 0.18, 0.001),
-            ("base", 0.70, 900, 0.70, 0.7, 0.68, 0.0, 1.0),
-        ),
-        "base",
-    )
+    got = judged("leader", "base")
     assert got["best"] == ["a"] and not got["significant"] and got["test_value"] == 0.7
     assert got["wording"].startswith(
         "No configuration beats the baseline `base` significantly on evidence recall within 2,000 "
@@ -50,15 +61,7 @@ def test_the_leader_on_dev_is_chosen_even_when_another_is_better_on_test():
 
 
 def test_a_tie_at_the_top_without_significance_names_the_cheapest():
-    got = verdict(
-        matrix(
-            ("fixed-200/bm25", 0.9, 1000, 0.90, 0.70, 0.9, 0.02, 0.62),
-            ("section", 0.9, 1500, 0.90, 0.85, 0.9, 0.02, 0.62),
-            ("fixed-1000", 0.88, 4300, 0.88, 0.90, 0.88, 0.0, 1.0),
-            ("fixed-2000", 0.7, 6900, 0.70, 0.90, 0.7, -0.18, 0.01),
-        ),
-        "fixed-1000",
-    )
+    got = judged("tie", "fixed-1000")
     assert got["best"] == ["section", "fixed-200/bm25"]  # tied on dev; MRR@10 on dev orders them
     assert not got["significant"] and got["test_delta"] == 0.02
     assert got["wording"].startswith("No configuration beats the baseline `fixed-1000` significantly")
@@ -66,14 +69,7 @@ def test_a_tie_at_the_top_without_significance_names_the_cheapest():
 
 
 def test_a_significant_leader_among_ties_is_named_with_them():
-    got = verdict(
-        matrix(
-            ("a", 0.95, 900, 0.95, 0.9, 0.9, 0.2, 0.01),
-            ("b", 0.95, 800, 0.95, 0.8, 0.9, 0.2, 0.02),
-            ("base", 0.75, 900, 0.75, 0.7, 0.7, 0, 1),
-        ),
-        "base",
-    )
+    got = judged("ties", "base")
     assert got["best"] == ["a", "b"] and got["significant"]
     assert got["wording"].startswith(
         "`a` and `b` tie on 196 development questions (0.95); `a`, the first by MRR@10, is chosen; on 84 "
@@ -82,10 +78,7 @@ def test_a_significant_leader_among_ties_is_named_with_them():
 
 
 def test_the_baseline_leading_is_no_win():
-    got = verdict(
-        matrix(("base", 0.9, 900, 0.9, 0.9, 0.9, 0.0, 1.0), ("other", 0.8, 500, 0.8, 0.9, 0.8, -0.1, 0.2)),
-        "base",
-    )
+    got = judged("baseline", "base")
     assert got["best"] == ["base"] and not got["significant"]
     assert "the cheapest at equal recall is `base`" in got["wording"]
 

@@ -9,6 +9,7 @@ import pytest
 
 from rag_pipeline.cli.judge import main
 from rag_pipeline.lib.judging import LabelsError, answer_sha256, attach_labels, label_order, read_labels
+from rag_pipeline_tests.support.errors import one_line_error
 from rag_pipeline_tests.support.runs import cli
 
 ITEMS = pd.DataFrame(
@@ -72,12 +73,7 @@ def test_labels_name_an_answer_and_a_changed_one_is_stale(tmp_path):
     ],
 )
 def test_a_bad_labels_file_is_one_line_naming_it(tmp_path, entries, said):
-    path = tmp_path / "labels.json"
-    path.write_text(entries)
-    with pytest.raises(LabelsError) as caught:
-        read_labels(path)
-    assert str(caught.value).startswith(str(path)) and said in str(caught.value)
-    assert "\n" not in str(caught.value)
+    assert said in one_line_error(tmp_path / "labels.json", entries, read_labels, LabelsError)
 
 
 def test_the_order_samples_each_run_in_proportion():

@@ -15,9 +15,9 @@ import pytest
 from rag_pipeline.defs import assets
 from rag_pipeline.defs.conditions import OUTPUTS_CHECK
 from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name
-from rag_pipeline.lib.serving import open_table
 from rag_pipeline_tests.support.repos import NOTES, QUESTIONS, commit_files
 from rag_pipeline_tests.support.runs import done_and_reused, make_run, project_definitions
+from rag_pipeline_tests.support.served import open_table
 
 TCP = "content/notes/net/tcp-handshake/index.md"
 
@@ -127,14 +127,14 @@ def test_a_broken_output_fails_its_check_and_its_asset_runs_again(small_env):
     assert make_run(defs, instance)[1].success
     data = Path(env["RAG_DATA_DIR"])
     table = open_table(data / "lancedb", "section")
-    table.add(table.to_arrow().slice(0, 1))  # a chunk_id twice, as two writers once left it
+    table.lance.add(table.lance.to_arrow().slice(0, 1))  # a chunk_id twice, as two writers once left it
     with open(data / "retrieval" / "section.parquet", "r+b") as f:
         f.truncate(100)
     found, result = make_run(defs, instance)
     assert found.requested[dg.AssetKey("index_section")] == ["an output is missing or damaged"]
     assert found.requested[dg.AssetKey("retrieval_section")] == ["an output is missing or damaged"]
     assert result.success
-    ids = open_table(data / "lancedb", "section").search().select(["chunk_id"]).limit(None).to_pandas()
+    ids = open_table(data / "lancedb", "section").read(["chunk_id"]).to_pandas()
     assert not ids["chunk_id"].duplicated().any()
     assert found.after == {}
 

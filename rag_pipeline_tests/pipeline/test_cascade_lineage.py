@@ -7,9 +7,9 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from rag_pipeline.lib.serving import open_table
 from rag_pipeline_tests.support.repos import commit_files
 from rag_pipeline_tests.support.runs import asked, make_run, materialization_metadata, project_definitions
+from rag_pipeline_tests.support.served import open_table
 
 SECTION = "content/notes/db/_index.md"
 CASCADE = "---\ntitle: DB\ncascade:\n  params:\n    access: [sre]\n---\n"
@@ -19,7 +19,7 @@ STRATEGIES = ("fixed-1000", "section")
 def built(data: Path, strategy: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A lane's chunks and its served table's rows (no vectors), sorted."""
     chunks = pd.read_parquet(data / "chunks" / f"{strategy}.parquet").sort_values("chunk_id")
-    rows = open_table(data / "lancedb", strategy.replace("-", "_")).search().limit(None).to_pandas()
+    rows = open_table(data / "lancedb", strategy.replace("-", "_")).lance.to_pandas()
     rows = rows.drop(columns=["vector"]).sort_values("chunk_id")
     for frame in (chunks, rows):
         frame["access"] = frame["access"].map(list)

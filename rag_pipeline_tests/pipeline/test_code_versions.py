@@ -22,11 +22,11 @@ print(json.dumps({k.to_user_string(): graph.get(k).code_version for k in graph.m
 """
 
 
-def code_versions(root: Path) -> dict[str, str]:
+def code_versions(root: Path, seed: str = "0") -> dict[str, str]:
     shown = subprocess.run(
         [sys.executable, "-c", SHOW],
         cwd=root,
-        env=os.environ | {"PYTHONPATH": str(root)},
+        env=os.environ | {"PYTHONPATH": str(root), "PYTHONHASHSEED": seed},
         capture_output=True,
         text=True,
         check=True,
@@ -59,3 +59,10 @@ def test_a_metric_changed_reruns_evaluation_and_never_chunks_or_embeddings(tmp_p
     }
     assert not {k for k in changed if k.startswith(("chunks_", "embeddings_", "index_"))}
     assert not changed & {"source_notes", "cleaned_notes", "questions"}
+
+
+def test_the_code_versions_are_those_of_every_process():
+    """Not of the order a set of names came in (it follows the process's hash seed): two lambdas of
+    one module once shared a name, and which one the fingerprint read changed from run to run."""
+    root = PACKAGE.parent
+    assert code_versions(root, "1") == code_versions(root, "2") == code_versions(root, "3")

@@ -36,11 +36,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from rag_pipeline.cli import ask
-from rag_pipeline.lib.serving import open_live, open_table
+from rag_pipeline.lib.serving import open_live
 from rag_pipeline_tests.fakes.judge import FakeJudge
 from rag_pipeline_tests.support import damage
 from rag_pipeline_tests.support.faults import FOLDERS, KINDS, failing_writes, killed_run, outage
 from rag_pipeline_tests.support.runs import failed, make_run, materialize_all, project_definitions
+from rag_pipeline_tests.support.served import open_table
 from rag_pipeline_tests.support.world import WORDS, World
 
 # measured, not computed: latencies, and the LanceDB version a table reached by its own history
@@ -78,9 +79,7 @@ def frame(path: Path) -> tuple[pd.DataFrame, dict]:
 
 
 def served(data: Path, strategy: str) -> pd.DataFrame:
-    rows = (
-        open_table(data / "lancedb", strategy.replace("-", "_")).search().limit(None).to_arrow().to_pandas()
-    )
+    rows = open_table(data / "lancedb", strategy.replace("-", "_")).lance.to_arrow().to_pandas()
     rows["vector"] = rows["vector"].map(list)
     rows["access"] = rows["access"].map(list)
     return rows.sort_values("chunk_id").reset_index(drop=True)
@@ -138,14 +137,7 @@ def assert_same_release(incremental: Path, scratch: Path, result, where: str) ->
 
 
 def live_rows(data: Path, table: str) -> pd.DataFrame:
-    rows = (
-        open_live(data, table)
-        .table.search()
-        .limit(None)
-        .select(["chunk_id", "text", "access"])
-        .to_arrow()
-        .to_pandas()
-    )
+    rows = open_live(data, table).table.read(["chunk_id", "text", "access"]).to_pandas()
     rows["access"] = rows["access"].map(list)
     return rows.sort_values("chunk_id").reset_index(drop=True)
 

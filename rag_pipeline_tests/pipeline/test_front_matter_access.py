@@ -16,7 +16,7 @@ from rag_pipeline.cli import ask
 from rag_pipeline.lib.serving import open_live
 from rag_pipeline_tests.fakes.llm import FakeLLM
 from rag_pipeline_tests.support.repos import make_notes_repo
-from rag_pipeline_tests.support.runs import make_run, project_definitions
+from rag_pipeline_tests.support.runs import hashing_env, make_run, project_definitions
 
 # form -> (front matter, as written before the text); each note's sentences carry its marker
 FORMS = {
@@ -78,16 +78,8 @@ def world(tmp_path_factory):
     ]
     (root / "questions.json").write_text(json.dumps(questions, ensure_ascii=False), encoding="utf-8")
     with FakeLLM() as llm:
-        env = {
-            "RAG_NOTES_REPO": str(root / "notes"),
-            "RAG_QUESTIONS": str(root / "questions.json"),
-            "RAG_DATA_DIR": str(root / "data"),
-            "RAG_EMBEDDER": "hashing",
-            "RAG_STRATEGIES": "section,fixed-200",
-            "RAG_RETRIEVERS": "dense,bm25",
-            "RAG_LLM": "ollama",
-            "RAG_LLM_URL": llm.url,
-        }
+        more = {"RAG_DATA_DIR": str(root / "data"), "RAG_LLM": "ollama", "RAG_LLM_URL": llm.url}
+        env = hashing_env(root / "notes", root / "questions.json", "section,fixed-200", "dense,bm25", **more)
         _, result = make_run(project_definitions(env), dg.DagsterInstance.ephemeral())
         assert result.success
         yield env, root / "data", llm
@@ -109,7 +101,7 @@ def test_the_note_is_restricted_in_every_output(world, form):
         assert len(mine) and all(list(a) == ["sre"] for a in mine["access"])
         assert not mine["text"].str.contains("access|title", regex=True).any()  # front matter is no text
         assert all(list(a) == ["sre"] for a in chunks.loc[chunks["text"].str.contains(mark), "access"])
-        served = open_live(data, strategy).table.search().select(["text", "access"]).limit(None).to_pandas()
+        served = open_live(data, strategy).table.read(["text", "access"]).to_pandas()
         assert all(list(a) == ["sre"] for a in served.loc[served["text"].str.contains(mark), "access"])
         ranked = pd.read_parquet(data / "retrieval" / f"{strategy}.parquet")
         outsiders = ranked[ranked["question_id"] != "1"]

@@ -3,7 +3,6 @@ S3-compatible server (moto) on 127.0.0.1, gives the reports a local in-process r
 
 import json
 import os
-import subprocess
 import sys
 import threading
 
@@ -16,9 +15,9 @@ from rag_pipeline.definitions import build_definitions, reconstructable_job
 from rag_pipeline.defs.lease import leased
 from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes
 from rag_pipeline.lib.core.lease import LEASE, Lease
-from rag_pipeline.lib.serving import duplicate_chunk_ids, open_table
 from rag_pipeline.settings import Settings, SettingsError
-from rag_pipeline_tests.support.runs import assert_same_reports, run_all, until
+from rag_pipeline_tests.support.runs import assert_same_reports, at_once, run_all, until
+from rag_pipeline_tests.support.served import assert_each_chunk_once
 
 STRATEGIES = "fixed-500,section"  # two lanes: enough to run side by side, few processes to start
 REPORTS = [
@@ -149,24 +148,14 @@ def test_two_machines_building_one_s3_data_directory_at_once_both_succeed(
     vector store and tables survive both, and the reports are a fresh build's."""
     local = small_env | {"RAG_RETRIEVERS": "dense,bm25,rrf", "RAG_STRATEGIES": STRATEGIES}
     assert run_all(local).success  # the assets and resources `local` describes, as the job's
-    runs = []
+    envs = []
     for machine in ("a", "b"):
         for part in ("tmp", "home"):
             (tmp_path / machine / part).mkdir(parents=True)
         env = os.environ | local | {"RAG_DATA_DIR": s3, "TMPDIR": str(tmp_path / machine / "tmp")}
-        env["DAGSTER_HOME"] = str(tmp_path / machine / "home")
-        command = [sys.executable, "-m", "dagster", "job", "execute", "-m", "rag_pipeline.definitions"]
-        runs.append(
-            subprocess.Popen(
-                [*command, "-j", "index_and_evaluate"],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
-    outputs = [run.communicate(timeout=900)[0] for run in runs]
-    assert [run.returncode for run in runs] == [0, 0], [out[-3000:] for out in outputs]
+        envs.append(env | {"DAGSTER_HOME": str(tmp_path / machine / "home")})
+    command = [sys.executable, "-m", "dagster", "job", "execute", "-m", "rag_pipeline.definitions"]
+    outputs = at_once([*command, "-j", "index_and_evaluate"], envs)
     ended, first_step, waits = {}, {}, {}
     for machine, output in zip(("a", "b"), outputs):
         monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / machine / "home"))
@@ -180,8 +169,7 @@ def test_two_machines_building_one_s3_data_directory_at_once_both_succeed(
     [holder] = set(waits) - {waiter}
     assert f"waiting: the data directory {s3} is written by run {holder} (host " in line
     assert first_step[waiter] > ended[holder]  # its steps started after the other run ended
-    assert not (location(s3) / "lease.json").exists()  # released
-    for table in ("fixed_500", "section"):
-        assert duplicate_chunk_ids(open_table(location(s3) / "lancedb", table)) == 0
+    assert not (location(s3) / LEASE).exists()  # released
+    assert_each_chunk_once(location(s3) / "lancedb", ["fixed_500", "section"])
     # the same rows; two runs' syncs leave more versions of a table than one run's
     assert_same_reports(location(s3) / "reports", tmp_path / "out" / "reports", ignore=("table_version",))

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from rag_pipeline.lib.serving import live_version, open_table
+from rag_pipeline.lib.serving import live_version
 from rag_pipeline_tests.support.repos import NOTES, QUESTIONS, commit_files
 from rag_pipeline_tests.support.runs import (
     done_and_reused,
@@ -17,6 +17,7 @@ from rag_pipeline_tests.support.runs import (
     materialization_metadata,
     project_definitions,
 )
+from rag_pipeline_tests.support.served import open_table
 
 LANE = ("chunks", "embeddings", "retrieval", "evaluation", "index")
 BROKEN = "an output is missing or damaged"
@@ -103,7 +104,7 @@ def test_a_deleted_note_is_gone_everywhere_in_one_run(notes_repo, small_env):
     Path(env["RAG_QUESTIONS"]).write_text(json.dumps(questions, ensure_ascii=False), encoding="utf-8")
     rerun(env, instance)
     data = Path(env["RAG_DATA_DIR"])
-    rows = open_table(data / "lancedb", "fixed_200").search().select(["note"]).to_pandas()
+    rows = open_table(data / "lancedb", "fixed_200").read(["note"]).to_pandas()
     assert "columnar-storage" not in set(rows["note"])
     assert "columnar-storage" not in set(pd.read_parquet(data / "retrieval" / "fixed-200.parquet")["note"])
     assert "15.6" not in " ".join(pd.read_parquet(data / "answers" / "answers.parquet")["answer"])

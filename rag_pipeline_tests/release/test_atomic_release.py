@@ -15,9 +15,10 @@ import pytest
 
 from rag_pipeline.cli import release
 from rag_pipeline.lib.release import verify_release
-from rag_pipeline.lib.serving import live_version, open_table, tag_live
+from rag_pipeline.lib.serving import live_version, tag_live
 from rag_pipeline_tests.support.repos import commit_files
 from rag_pipeline_tests.support.runs import asked, make_run, project_definitions, run_all
+from rag_pipeline_tests.support.served import open_table
 
 SHOWN = re.compile(r"^live (\S+) \(commit ([0-9a-f]{12}), table version (\d+)\)", re.M)
 SERVED = {"fixed-1000": "fixed_1000", "section": "section"}

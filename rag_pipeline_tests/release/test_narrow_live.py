@@ -14,13 +14,13 @@ from rag_pipeline.lib.release import CURRENT_KEYS, narrow_live
 from rag_pipeline.lib.serving import (
     RevokedError,
     open_live,
-    open_table,
     read_revocation,
     search_rows,
     sync_table,
     tag_live,
 )
 from rag_pipeline_tests.serving.test_serving import DIM, NOW, chunks, rows_of
+from rag_pipeline_tests.support.served import open_table
 
 LIVE = {"a": [], "b": [], "c": ["sre"], "d": ["payments", "sre"], "e": []}
 

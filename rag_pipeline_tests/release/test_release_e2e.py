@@ -18,12 +18,13 @@ import pytest
 
 from rag_pipeline.cli import release, show_report
 from rag_pipeline.lib.core import may_read
-from rag_pipeline.lib.serving import live_version, open_table
+from rag_pipeline.lib.serving import live_version
 from rag_pipeline.lib.sources.bundled_repo import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
 from rag_pipeline_tests.fakes.ollama import FakeOllama
 from rag_pipeline_tests.support.repos import commit_files
-from rag_pipeline_tests.support.runs import asked, make_run, project_definitions
+from rag_pipeline_tests.support.runs import asked, hashing_env, make_run, project_definitions
+from rag_pipeline_tests.support.served import open_table
 
 PASSAGE = re.compile(r"^\s+\[\d+\] (\S+) > ", re.M)
 
@@ -46,14 +47,7 @@ def test_release_gate_on_the_bundled_corpus(tmp_path, monkeypatch, capsys):
     questions_path = tmp_path / "questions.json"
     shutil.copy(BUNDLED_QUESTIONS, questions_path)
     data = tmp_path / "data"
-    env = {
-        "RAG_NOTES_REPO": str(tmp_path / "notes"),
-        "RAG_QUESTIONS": str(questions_path),
-        "RAG_DATA_DIR": str(data),
-        "RAG_EMBEDDER": "hashing",
-        "RAG_STRATEGIES": "fixed-1000",
-        "RAG_RETRIEVERS": "dense",
-    }
+    env = hashing_env(tmp_path / "notes", questions_path, "fixed-1000", "dense", RAG_DATA_DIR=str(data))
     instance = dg.DagsterInstance.ephemeral()
 
     code, _, err = asked(monkeypatch, capsys, env, "WAL とは?")

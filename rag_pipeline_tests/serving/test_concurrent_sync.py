@@ -5,8 +5,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rag_pipeline.lib.serving import LazyRows, duplicate_chunk_ids, open_table, sync_table
+from rag_pipeline.lib.serving import LazyRows, duplicate_chunk_ids, sync_table
 from rag_pipeline_tests.serving.test_serving import DIM, NOW, chunks, ids_in, rows_of, unit
+from rag_pipeline_tests.support.served import open_table
 
 
 class Interleaved(LazyRows):
@@ -23,7 +24,7 @@ class Interleaved(LazyRows):
             self.times -= 1
             theirs = chunks({f"other{self.times}": []}, per_note=1)
             rows = pa.concat_tables([super().take(np.array([0])), rows_of(theirs)])
-            open_table(self.db_dir, "fixed_1000").add(rows)
+            open_table(self.db_dir, "fixed_1000").lance.add(rows)
         return super().take(positions)
 
 
@@ -36,7 +37,7 @@ def test_a_sync_another_writer_interleaves_with_leaves_each_chunk_id_once(tmp_pa
     table = open_table(tmp_path, "fixed_1000")
     assert duplicate_chunk_ids(table) == 0 and table.count_rows() == len(frame)
     assert ids_in(tmp_path) == set(frame["chunk_id"])
-    table.add(rows_of(frame.head(2)))
+    table.lance.add(rows_of(frame.head(2)))
     assert duplicate_chunk_ids(table) == 2
     with pytest.raises(ValueError, match="table fixed_1000: still not the rows synced after 5 writes"):
         sync_table(tmp_path, "fixed_1000", Interleaved(frame.head(8), vectors[:8], tmp_path, times=9))

@@ -4,8 +4,9 @@ import time
 
 import pytest
 
-from rag_pipeline.lib.serving import NotReleased, live_version, open_live, open_table, sync_table, tag_live
+from rag_pipeline.lib.serving import NotReleased, live_version, open_live, sync_table, tag_live
 from rag_pipeline_tests.serving.test_serving import NOW, chunks, rows_of
+from rag_pipeline_tests.support.served import open_table
 
 
 def test_the_live_version_survives_syncs_that_clean_up_every_other_version(tmp_path):
@@ -23,9 +24,7 @@ def test_the_live_version_survives_syncs_that_clean_up_every_other_version(tmp_p
 
     live = open_live(tmp_path, "fixed-1000").table
     assert live.version == released
-    assert sorted(live.search().select(["chunk_id"]).to_arrow()["chunk_id"].to_pylist()) == sorted(
-        first["chunk_id"]
-    )
+    assert sorted(live.read(["chunk_id"])["chunk_id"].to_pylist()) == sorted(first["chunk_id"])
     assert open_table(db_dir, "fixed_1000").count_rows() == 25  # the latest version is still the table's head
 
     tag_live(open_table(db_dir, "fixed_1000"), result["version"])  # the tag moves

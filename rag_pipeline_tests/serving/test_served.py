@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 
 from rag_pipeline.lib.retrieval import ChunkIndex, Queries, RetrievalSettings, make_analyzer, retrieve
-from rag_pipeline.lib.serving import KeptResults, open_table, serving_eval, serving_rows, sync_table
+from rag_pipeline.lib.serving import KeptResults, serving_eval, serving_rows, sync_table
 from rag_pipeline.lib.serving.measure import exact_top_k
 from rag_pipeline.lib.serving.served import Served, TableRows, still_served, truth_from_ranking
+from rag_pipeline_tests.support.served import open_table
 
 DIM = 8
 NOW = timedelta(0)

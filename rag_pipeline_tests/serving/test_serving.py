@@ -13,8 +13,6 @@ from rag_pipeline.lib.embedding import LaneVectors
 from rag_pipeline.lib.serving import (
     AnnConfig,
     LazyRows,
-    index_kind,
-    open_table,
     search,
     serving_eval,
     serving_problems,
@@ -22,6 +20,7 @@ from rag_pipeline.lib.serving import (
     sync_table,
     tables,
 )
+from rag_pipeline_tests.support.served import open_table
 
 DIM = 16
 NOW = timedelta(0)  # tests are the only reader: keep no old versions
@@ -56,7 +55,7 @@ def rows_of(frame: pd.DataFrame, seed: int = 0, dim: int = DIM) -> pa.Table:
 
 
 def ids_in(db_dir, name: str = "fixed_1000") -> set[str]:
-    return set(open_table(db_dir, name).search().select(["chunk_id"]).to_arrow()["chunk_id"].to_pylist())
+    return set(open_table(db_dir, name).read(["chunk_id"])["chunk_id"].to_pylist())
 
 
 def test_counts_follow_the_input_through_build_edit_and_delete(tmp_path):
@@ -94,8 +93,8 @@ def test_an_access_only_change_updates_rows_in_place_and_no_change_commits_nothi
     changed.loc[changed["note"] == "n2", "commit"] = "c2"
     result = sync_table(tmp_path, "section_split", rows_of(changed), retain=NOW)
     assert (result["rows_added"], result["rows_removed"], result["rows_updated"]) == (0, 0, 10)
-    stored = open_table(tmp_path, "section_split").search().select(["chunk_id", "access", "commit"])
-    stored = stored.to_arrow().to_pandas().set_index("chunk_id")
+    stored = open_table(tmp_path, "section_split").read(["chunk_id", "access", "commit"])
+    stored = stored.to_pandas().set_index("chunk_id")
     of = lambda note: changed.loc[changed["note"] == note, "chunk_id"]  # noqa: E731
     assert [list(a) for a in stored.loc[of("n1"), "access"]] == [["hr"]] * 5
     assert stored.loc[of("n2"), "commit"].tolist() == ["c2"] * 5
@@ -117,7 +116,7 @@ def test_a_filtered_search_never_returns_a_forbidden_row(tmp_path, ann):
     frame = chunks(notes)
     result = sync_table(tmp_path, "fixed_1000", rows_of(frame), ann=ann, retain=NOW)
     assert result["index_type"] == ("exact" if ann.min_rows > 600 else ann.kind)
-    assert index_kind(open_table(tmp_path, "fixed_1000")) == result["index_type"]
+    assert open_table(tmp_path, "fixed_1000").index_kind() == result["index_type"]
     access = dict(zip(frame["chunk_id"], frame["access"]))
     table = open_table(tmp_path, "fixed_1000")
     queries = unit(np.random.default_rng(9).normal(size=(10, DIM)))
@@ -193,7 +192,7 @@ def test_the_index_is_dropped_when_the_table_shrinks_below_min_rows(tmp_path):
     )
     small = chunks(dict(list(notes.items())[:10]))
     assert sync_table(tmp_path, "t", rows_of(small), ann=TINY_ANN, retain=NOW)["index_type"] == "exact"
-    assert open_table(tmp_path, "t").list_indices() == []
+    assert open_table(tmp_path, "t").lance.list_indices() == []
 
 
 def test_a_sync_failing_half_way_leaves_the_previous_version_readable(tmp_path):
@@ -217,17 +216,17 @@ def test_a_new_embedding_dimension_replaces_the_table(tmp_path):
     sync_table(tmp_path, "t", rows_of(frame), retain=NOW)
     result = sync_table(tmp_path, "t", rows_of(frame.assign(embedding_version="e2"), dim=24), retain=NOW)
     assert (result["rows"], result["rows_added"], result["rows_removed"]) == (20, 20, 20)
-    assert open_table(tmp_path, "t").schema.field("vector").type.list_size == 24
+    assert open_table(tmp_path, "t").lance.schema.field("vector").type.list_size == 24
 
 
 def test_a_sync_repairs_a_table_holding_a_chunk_id_twice(tmp_path):
     frame = chunks({"n1": [], "n2": []})
     rows = rows_of(frame)
     sync_table(tmp_path, "fixed_1000", rows, retain=NOW)
-    open_table(tmp_path, "fixed_1000").add(rows.slice(0, 3))  # what two interleaved writers left
+    open_table(tmp_path, "fixed_1000").lance.add(rows.slice(0, 3))  # what two interleaved writers left
     assert open_table(tmp_path, "fixed_1000").count_rows() == len(frame) + 3
     result = sync_table(tmp_path, "fixed_1000", rows, retain=NOW)
-    served = open_table(tmp_path, "fixed_1000").search().limit(None).to_arrow()["chunk_id"].to_pylist()
+    served = open_table(tmp_path, "fixed_1000").read(["chunk_id"])["chunk_id"].to_pylist()
     assert sorted(served) == sorted(frame["chunk_id"]) and result["ids_repaired"] == 3
 
 
@@ -247,7 +246,7 @@ def test_a_sync_from_lazy_rows_reads_only_the_vectors_it_writes(tmp_path):
     result = sync_table(tmp_path / "db", "t", LazyRows(edited, lazy), retain=NOW)
     assert (result["rows_added"], result["rows_updated"], result["rows_removed"]) == (0, 5, 5)
     assert lazy.groups_read == 1
-    table = open_table(tmp_path / "db", "t").to_arrow()
+    table = open_table(tmp_path / "db", "t").lance.to_arrow()
     assert sorted(table["chunk_id"].to_pylist()) == sorted(edited["chunk_id"])
     assert set(table.filter(pa.compute.equal(table["note"], "n7"))["commit"].to_pylist()) == {"c2"}
     assert rows_equal(table, serving_rows(edited, kept))
@@ -271,9 +270,9 @@ def test_small_syncs_wait_for_compaction_and_results_stay_exact(tmp_path, monkey
         result = sync_table(tmp_path, "t", rows, retain=NOW)
         assert result["rows_updated"] == 5
         table = open_table(tmp_path, "t")
-        fragments.append(table.stats()["fragment_stats"]["num_fragments"])
+        fragments.append(table.lance.stats()["fragment_stats"]["num_fragments"])
         versions.append(result["versions_kept"])
-        assert rows_equal(table.to_arrow(), rows)
+        assert rows_equal(table.lance.to_arrow(), rows)
         query = pa.compute.list_flatten(rows["vector"]).to_numpy()[:DIM]  # the first row's vector
         (hits,) = search(table, query, 1, None, exact=True)
         assert list(hits.chunk_ids) == [rows["chunk_id"][0].as_py()]

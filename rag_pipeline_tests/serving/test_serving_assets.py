@@ -10,10 +10,10 @@ import pytest
 from rag_pipeline.definitions import build_assets, resources_from_env
 from rag_pipeline.defs.serving import askers
 from rag_pipeline.lib.chunking import load_strategies
-from rag_pipeline.lib.serving import open_table
 from rag_pipeline.settings import Settings, SettingsError
 from rag_pipeline_tests.support.repos import NOTES, QUESTIONS, commit_files, make_notes_repo
 from rag_pipeline_tests.support.runs import materialization_metadata, run_all
+from rag_pipeline_tests.support.served import open_table
 
 TABLES = {"fixed_1000": "fixed-1000", "section_split": "section-split"}
 ASSETS = build_assets(load_strategies(",".join(TABLES.values()), None))
@@ -28,7 +28,7 @@ def chunks_of(data, strategy: str) -> pd.DataFrame:
 
 
 def served_ids(data, table: str) -> set[str]:
-    rows = open_table(data / "lancedb", table).search().select(["chunk_id"]).to_arrow()
+    rows = open_table(data / "lancedb", table).read(["chunk_id"])
     return set(rows["chunk_id"].to_pylist())
 
 
@@ -54,7 +54,7 @@ def test_tables_follow_the_chunks_through_an_edit_and_a_deletion(notes_repo, sma
             "exact",
         )
         assert meta["version"] == open_table(data / "lancedb", table).version and meta["disk_bytes"] > 0
-        row = open_table(data / "lancedb", table).search().limit(1).to_arrow().to_pylist()[0]
+        row = open_table(data / "lancedb", table).lance.search().limit(1).to_arrow().to_pylist()[0]
         assert row["access"] == [] and row["embedding_version"].startswith("hashing:")
 
     report = pq.read_table(data / "reports" / "serving.parquet")
@@ -90,7 +90,7 @@ def test_tables_follow_the_chunks_through_an_edit_and_a_deletion(notes_repo, sma
         )
         # a row's commit is the last commit that changed its note: the untouched note's rows stay
         assert meta["rows_updated"] == 0
-        rows = open_table(data / "lancedb", table).search().select(["note", "commit"]).to_pandas()
+        rows = open_table(data / "lancedb", table).read(["note", "commit"]).to_pandas()
         assert rows.groupby("note")["commit"].unique().map(list).to_dict() == {
             "columnar-storage": [first],
             "deadlock": [edit],

@@ -36,6 +36,15 @@ def groups(front_matter: str) -> tuple[str, ...]:
         ("access: [sre, 'payments, hr']", ("hr", "payments", "sre")),
         ("access:\n  - sre\n  - payments", ("payments", "sre")),
         ("access: 給与チーム", ("給与チーム",)),
+        # under `params`, and keys that only look like `access`
+        ("params: {access: [sre]}", ("sre",)),
+        ("params:\n  access: sre, payments", ("payments", "sre")),
+        ("params: {title: x}", ()),
+        ("params:", ()),
+        ("access: [sre]\nparams: {access: [sre]}", ("sre",)),
+        ("access: sre, payments\nparams: {access: [payments, sre]}", ("payments", "sre")),
+        ("accent: blue\naccept: [pdf]\nsuccess: true\nexcess: 2\naliases: [/a]", ()),
+        ("params: {accent: blue}", ()),
     ],
 )
 def test_accepted_forms(front_matter, expected):
@@ -60,6 +69,30 @@ def test_accepted_forms(front_matter, expected):
         ("access: yes", r"must be a group name or a list of group names, got True"),
         ("access: [[sre]]", r"must be a group name or a list of group names"),
         ("access: {sre: true}", r"must be a group name or a list of group names"),
+        # keys near `access`, and `params`
+        ("acess: [sre]", r"front matter key 'acess' is not read; did you mean `access`\?"),
+        ("acces: [sre]", r"key 'acces' is not read; did you mean `access`"),
+        ("accesss: [sre]", r"key 'accesss' is not read"),
+        ("accsess: [sre]", r"key 'accsess' is not read"),
+        ("Acess: [sre]", r"key 'Acess' is not read; did you mean"),
+        ("'access ': [sre]", r"key 'access ' is not read; did you mean `access`"),
+        ("accessed: 2024-01-01", r"key 'accessed' is not read"),
+        ("params: {acess: [sre]}", r"front matter key 'params.acess' is not read; did you mean `access`"),
+        ("params: {Access: [sre]}", r"key 'params.Access' is not read; write `access` \(lower case\)"),
+        (
+            "Params: {access: [sre]}",
+            r"key 'Params.access' is not read; groups are read only from `access` at the top level or under `params`",
+        ),
+        ("param: {access: [sre]}", r"key 'param.access' is not read; groups are read only"),
+        ("cascade: {params: {access: [sre]}}", r"key 'cascade.params.access' is not read"),
+        ("resources: [{src: a.png, params: {acess: x}}]", r"key 'resources\[0\].params.acess' is not read"),
+        ("params: {access: []}", r"`params.access` is empty \(\[\]\)"),
+        ("params: {access: [sre, 7]}", r"`params.access` must be a group name or a list of group names"),
+        ("params: access=sre", r"`params` must be a mapping of fields, got 'access=sre'"),
+        (
+            "access: [sre]\nparams: {access: [hr]}",
+            r"`access` \['sre'\] and `params.access` \['hr'\] name different groups; give the groups once",
+        ),
     ],
 )
 def test_rejected_forms_name_the_note(front_matter, message):
@@ -166,57 +199,6 @@ def test_the_cleaner_never_makes_front_matter_text():
         assert clean_markdown(raw) == "本文\n"
     with pytest.raises(FrontMatterError):
         clean_markdown("\n---\naccess: [sre]\n本文\n")
-
-
-@pytest.mark.parametrize(
-    ("header", "expected"),
-    [
-        ("params: {access: [sre]}", ("sre",)),
-        ("params:\n  access: sre, payments", ("payments", "sre")),
-        ("params: {title: x}", ()),
-        ("params:", ()),
-        ("access: [sre]\nparams: {access: [sre]}", ("sre",)),
-        ("access: sre, payments\nparams: {access: [payments, sre]}", ("payments", "sre")),
-        ("accent: blue\naccept: [pdf]\nsuccess: true\nexcess: 2\naliases: [/a]", ()),
-        ("params: {accent: blue}", ()),
-    ],
-)
-def test_params_access_is_read(header, expected):
-    assert groups(header) == expected
-
-
-@pytest.mark.parametrize(
-    ("header", "message"),
-    [
-        ("acess: [sre]", r"front matter key 'acess' is not read; did you mean `access`\?"),
-        ("acces: [sre]", r"key 'acces' is not read; did you mean `access`"),
-        ("accesss: [sre]", r"key 'accesss' is not read"),
-        ("accsess: [sre]", r"key 'accsess' is not read"),
-        ("Acess: [sre]", r"key 'Acess' is not read; did you mean"),
-        ("'access ': [sre]", r"key 'access ' is not read; did you mean `access`"),
-        ("accessed: 2024-01-01", r"key 'accessed' is not read"),
-        ("params: {acess: [sre]}", r"front matter key 'params.acess' is not read; did you mean `access`"),
-        ("params: {Access: [sre]}", r"key 'params.Access' is not read; write `access` \(lower case\)"),
-        (
-            "Params: {access: [sre]}",
-            r"key 'Params.access' is not read; groups are read only from `access` at the top level or under `params`",
-        ),
-        ("param: {access: [sre]}", r"key 'param.access' is not read; groups are read only"),
-        ("cascade: {params: {access: [sre]}}", r"key 'cascade.params.access' is not read"),
-        ("resources: [{src: a.png, params: {acess: x}}]", r"key 'resources\[0\].params.acess' is not read"),
-        ("params: {access: []}", r"`params.access` is empty \(\[\]\)"),
-        ("params: {access: [sre, 7]}", r"`params.access` must be a group name or a list of group names"),
-        ("params: access=sre", r"`params` must be a mapping of fields, got 'access=sre'"),
-        (
-            "access: [sre]\nparams: {access: [hr]}",
-            r"`access` \['sre'\] and `params.access` \['hr'\] name different groups; give the groups once",
-        ),
-    ],
-)
-def test_keys_near_access_are_errors_naming_the_note(header, message):
-    with pytest.raises(NotesSourceError, match=message) as error:
-        groups(header)
-    assert str(error.value).startswith(f"{WHERE}: ")
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ be found by `make run` and built again (the differential test's World does one n
 import shutil
 from pathlib import Path
 
-from rag_pipeline.lib.serving import open_table
+from rag_pipeline_tests.support.served import open_table
 
 
 def delete_output(world, data: Path) -> str:
@@ -44,5 +44,5 @@ def duplicate_served_row(world, data: Path) -> str:
     """A served table given a second row under one chunk id, as two writers once left it."""
     strategy = world.rng.choice(world.env["RAG_STRATEGIES"].split(","))
     table = open_table(data / "lancedb", strategy.replace("-", "_"))
-    table.add(table.to_arrow().slice(0, 1))
+    table.lance.add(table.lance.to_arrow().slice(0, 1))
     return f"duplicate a row of table {strategy}"

@@ -213,3 +213,30 @@ def until(what, timeout: float = 300.0, every_s: float = 1.0):
             pass
         time.sleep(every_s)
     raise TimeoutError(f"not within {timeout:.0f} s")
+
+
+def hashing_env(
+    notes: object, questions: object, strategies: str, retrievers: str, **more: str
+) -> dict[str, str]:
+    """The settings of a test build on the hashing embedder: the notes repository, the questions
+    file, the strategies and retrievers, and `more` (`RAG_*` variables)."""
+    return {
+        "RAG_NOTES_REPO": str(notes),
+        "RAG_QUESTIONS": str(questions),
+        "RAG_EMBEDDER": "hashing",
+        "RAG_STRATEGIES": strategies,
+        "RAG_RETRIEVERS": retrievers,
+        **more,
+    }
+
+
+def at_once(command: list[str], envs: list[dict[str, str]]) -> list[str]:
+    """`command` started in one process per environment at once (machines sharing a data
+    directory); each one's output, once every one has exited 0."""
+    runs = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for env in envs
+    ]
+    outputs = [run.communicate(timeout=900)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0] * len(runs), [out[-3000:] for out in outputs]
+    return outputs

@@ -13,6 +13,7 @@ import pandas as pd
 from rag_pipeline.lib.judging import CRITERIA, read_labels, with_label, write_labels
 from rag_pipeline_tests.support import damage
 from rag_pipeline_tests.support.note import SECTION, Note
+from rag_pipeline_tests.support.runs import hashing_env
 
 GROUPS = ("sre", "payments")
 STRATEGIES = ("fixed-200", "section", "small")
@@ -45,21 +46,20 @@ class World:
         self.questions: list[dict] = []
         self.uid, self.small_size, self.labels = 0, 150, read_labels(None)
         self.cascade: list[str] = []  # the groups SECTION's `_index.md` cascades
-        self.env = {
-            "RAG_NOTES_REPO": str(root / "notes"),
-            "RAG_QUESTIONS": str(root / "questions.json"),
-            "RAG_STRATEGY_FILE": str(root / "strategies.toml"),
-            "RAG_EMBEDDER": "hashing",
-            "RAG_STRATEGIES": "fixed-200,section",
-            "RAG_RETRIEVERS": "dense,bm25",
-            "RAG_LLM": "ollama",
-            "RAG_LLM_URL": llm_url,
+        self.env = hashing_env(
+            root / "notes",
+            root / "questions.json",
+            "fixed-200,section",
+            "dense,bm25",
+            RAG_STRATEGY_FILE=str(root / "strategies.toml"),
+            RAG_LLM="ollama",
+            RAG_LLM_URL=llm_url,
             # the judge is the same stand-in (fakes/judge.py), twice per answer; people label at random
-            "RAG_JUDGE": "ollama",
-            "RAG_JUDGE_URL": llm_url,
-            "RAG_JUDGE_REPEATS": "2",
-            "RAG_JUDGE_LABELS": str(root / "labels.json"),
-        }
+            RAG_JUDGE="ollama",
+            RAG_JUDGE_URL=llm_url,
+            RAG_JUDGE_REPEATS="2",
+            RAG_JUDGE_LABELS=str(root / "labels.json"),
+        )
         for group in GROUPS:
             self.add_note(access=[group], fixed=True)
         for _ in range(3):

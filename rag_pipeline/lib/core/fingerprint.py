@@ -162,6 +162,14 @@ def _filled(cell: types.CellType) -> bool:
     return True
 
 
+def identity(obj: object) -> str:
+    """A function's or class's name in a fingerprint; a lambda's with its code's digest: the lambdas of
+    one module share a name, and which of them a shared name stood for followed the order of a set."""
+    name = f"{obj.__module__}.{obj.__qualname__}"
+    code = getattr(obj, "__code__", None)
+    return f"{name}#{source_text(obj)[:16]}" if code is not None and code.co_name == "<lambda>" else name
+
+
 def expand(value: object, named: list[object], depth: int = 0) -> str:
     """The text of a value in a fingerprint: a plain value's repr; a function or class of the project
     by its name (added to `named`, to be read in turn); a partial, container or dataclass of the
@@ -172,7 +180,7 @@ def expand(value: object, named: list[object], depth: int = 0) -> str:
         return repr(value)
     if (inspect.isfunction(value) or inspect.isclass(value)) and ours(value):
         named.append(value)
-        return f"{value.__module__}.{value.__qualname__}"
+        return identity(value)
     if isinstance(value, functools.partial):
         args = [expand(a, named, depth + 1) for a in value.args]
         keywords = sorted(f"{k}={expand(v, named, depth + 1)}" for k, v in value.keywords.items())
@@ -202,7 +210,7 @@ def fingerprint(objects: Iterable[object]) -> str:
     seen: dict[str, str] = {}
     while todo:
         obj = todo.pop()
-        key = f"{obj.__module__}.{obj.__qualname__}"
+        key = identity(obj)
         if key in seen:
             continue
         if inspect.isclass(obj):

@@ -10,7 +10,13 @@ from rag_pipeline.lib.embedding.embedders import (
     progress_reporter,
     vector_problems,
 )
-from rag_pipeline.lib.embedding.factory import default_url, make_embedder, parse_embedder_spec
+from rag_pipeline.lib.embedding.factory import (
+    EMBEDDERS,
+    default_url,
+    embedder_backend,
+    make_embedder,
+    parse_embedder_spec,
+)
 from rag_pipeline.lib.embedding.lanefile import (
     BUCKETS,
     ROW_GROUP,
@@ -33,6 +39,7 @@ from rag_pipeline.lib.embedding.vectorstore import (
 
 __all__ = [
     "BUCKETS",
+    "EMBEDDERS",
     "ROW_GROUP",
     "Embedder",
     "EmbeddingError",
@@ -51,6 +58,7 @@ __all__ = [
     "default_url",
     "embed_cached",
     "embed_missing",
+    "embedder_backend",
     "make_embedder",
     "parse_embedder_spec",
     "passage_hashes",

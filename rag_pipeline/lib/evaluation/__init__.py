@@ -39,7 +39,7 @@ from rag_pipeline.lib.evaluation.sets import (
 )
 from rag_pipeline.lib.evaluation.significance import holm, paired_randomization
 from rag_pipeline.lib.evaluation.splits import split_figures, split_table
-from rag_pipeline.lib.evaluation.tables import glance_tables, matrix_table, records, reference_table
+from rag_pipeline.lib.evaluation.tables import Reported, glance_tables, matrix_table, records, reference_table
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.evaluation.versus import (
     Comparison,
@@ -61,6 +61,7 @@ __all__ = [
     "EvidenceSpan",
     "LedgerError",
     "Report",
+    "Reported",
     "UnknownReference",
     "access_at",
     "build_report",

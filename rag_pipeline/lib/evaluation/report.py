@@ -19,13 +19,13 @@ from rag_pipeline.lib.evaluation.metrics import DEPTH, HEADLINE_BUDGET, question
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_plot, pareto_points, recall_grid
 from rag_pipeline.lib.evaluation.tables import (
     RANK_COLUMNS,
+    Reported,
     compute_tables,
     rank_table,
     reference_table,
     run_label,
 )
 from rag_pipeline.lib.evaluation.verdict import verdict
-from rag_pipeline.lib.retrieval import RetrievalSettings
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
@@ -149,9 +149,7 @@ def nothing_to_score(
 
 def single_report(
     outcomes: pd.DataFrame,
-    run_keys: list[str],
-    settings: RetrievalSettings,
-    baseline: tuple[str, str],
+    reported: Reported,
     provenance: dict[str, str],
     invalid: dict[str, str],
     same: dict[str, str],
@@ -163,14 +161,13 @@ def single_report(
     row tagged with the set; the tables people read, the plots and the verdict fold a strategy with
     the same chunks as another into it, and say so. `drawn`: the last report's `Report.drawn`, plots
     not rendered again when what they draw is the same."""
+    run_keys, settings, baseline = reported.run_keys, reported.settings, reported.baseline
     source = str(outcomes["source"].iloc[0])
     if not outcomes["answerable"].astype(bool).any():
         report = nothing_to_score(outcomes, run_keys, provenance, invalid, counts)
         report.tables = {name: frame.assign(source=source) for name, frame in report.tables.items()}
         return report
-    tables = compute_tables(
-        outcomes, run_keys, settings, baseline, counts=counts, commit=provenance.get("commit", "")
-    )
+    tables = compute_tables(outcomes, reported, counts=counts, commit=provenance.get("commit", ""))
     tables.summary["same_chunks_as"] = tables.summary["strategy"].map(same).fillna("")
     kept = ~tables.summary["strategy"].isin(list(same))
     summary, budget, category, ranks = (

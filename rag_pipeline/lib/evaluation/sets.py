@@ -15,8 +15,7 @@ import pandas as pd
 from rag_pipeline.lib.evaluation.markdown import to_markdown
 from rag_pipeline.lib.evaluation.metrics import HEADLINE, HEADLINE_BUDGET
 from rag_pipeline.lib.evaluation.report import LABELS, Report, single_report
-from rag_pipeline.lib.evaluation.tables import compute_tables
-from rag_pipeline.lib.retrieval import RetrievalSettings
+from rag_pipeline.lib.evaluation.tables import Reported, compute_tables
 
 SOURCES = ("hand", "generated")  # the first present is the one decided on
 DIGITS = 4  # values equal to this many decimals tie
@@ -38,9 +37,7 @@ def decided_rows(summary: pd.DataFrame) -> pd.DataFrame:
 
 def other_sets(
     by_set: dict[str, pd.DataFrame],
-    run_keys: list[str],
-    settings: RetrievalSettings,
-    baseline: tuple[str, str],
+    reported: Reported,
     counts: dict[str, int],
     commit: str,
     same: dict[str, str],
@@ -50,7 +47,7 @@ def other_sets(
     tables: dict[str, list[pd.DataFrame]] = {}
     matrices = {}
     for source, outcomes in by_set.items():
-        computed = compute_tables(outcomes, run_keys, settings, baseline, counts=counts, commit=commit)
+        computed = compute_tables(outcomes, reported, counts=counts, commit=commit)
         computed.summary["same_chunks_as"] = computed.summary["strategy"].map(same).fillna("")
         for name, frame in computed.named().items():
             tables.setdefault(name, []).append(frame.assign(source=source))
@@ -121,9 +118,7 @@ def side_by_side_md(matrices: dict[str, pd.DataFrame], counts: dict[str, int], a
 
 def build_report(
     outcomes: pd.DataFrame,
-    run_keys: list[str],
-    settings: RetrievalSettings,
-    baseline: tuple[str, str],
+    reported: Reported,
     provenance: dict[str, str],
     invalid: dict[str, str],
     same: dict[str, str] | None = None,
@@ -142,21 +137,13 @@ def build_report(
     by_set = {s: outcomes[outcomes["source"] == s] for s in sets}
     # decided on the first set with a question to score (hand-written ones all unanswerable: generated)
     sets = [s for s in sets if by_set[s]["answerable"].astype(bool).any()] or sets[:1]
-    report = single_report(
-        by_set[sets[0]], run_keys, settings, baseline, provenance, invalid, same, counts, drawn
-    )
+    report = single_report(by_set[sets[0]], reported, provenance, invalid, same, counts, drawn)
     report.verdict["questions"] = sets[0]
     others = sets[1:]
     if not others:
         return report
     tables, matrices = other_sets(
-        {s: by_set[s] for s in others},
-        run_keys,
-        settings,
-        baseline,
-        counts,
-        provenance.get("commit", ""),
-        same,
+        {s: by_set[s] for s in others}, reported, counts, provenance.get("commit", ""), same
     )
     report.tables = {
         name: pd.concat([frame, tables[name]], ignore_index=True) for name, frame in report.tables.items()

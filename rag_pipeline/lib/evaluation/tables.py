@@ -31,6 +31,16 @@ run_label = configuration_name
 RANK_COLUMNS = ["question_id", "category", "answerable", "split", "note_rank", "first_evidence_rank"]
 
 
+@dataclass(frozen=True)
+class Reported:
+    """What a report is of: the configurations (`run_keys` name their columns), the retrieval
+    settings they ran under and the baseline run (strategy, retriever)."""
+
+    run_keys: list[str]
+    settings: RetrievalSettings
+    baseline: tuple[str, str]
+
+
 @dataclass
 class Tables:
     summary: pd.DataFrame
@@ -54,14 +64,9 @@ class Tables:
 
 
 def compute_tables(
-    outcomes: pd.DataFrame,
-    run_keys: list[str],
-    settings: RetrievalSettings,
-    baseline: tuple[str, str],
-    *,
-    counts: dict[str, int],
-    commit: str,
+    outcomes: pd.DataFrame, reported: Reported, *, counts: dict[str, int], commit: str
 ) -> Tables:
+    run_keys, settings, baseline = reported.run_keys, reported.settings, reported.baseline
     candidate_k = settings.candidate_k
     summaries, budgets, categories = [], [], []
     for keys, run in outcomes.groupby(run_keys, sort=False):

@@ -5,34 +5,38 @@ moves the tags (`verify_release` is why the asset is stale until it has)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rag_pipeline.lib.core import AnyPath
 from rag_pipeline.lib.release.ledger import AGAIN, CURRENT, ReleaseError, read_current
-from rag_pipeline.lib.serving import DB_DIR, RELEASE_DIR, live_version, open_table, tag_live
+from rag_pipeline.lib.serving import (
+    DB_DIR,
+    RELEASE_DIR,
+    MissingTable,
+    MissingVersion,
+    ServedTable,
+    live_version,
+    served_store,
+    tag_live,
+)
 
-if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
-    import lancedb
 
-
-def released_table(data_dir: AnyPath, current: dict, name: str) -> lancedb.table.Table:
+def released_table(data_dir: AnyPath, current: dict, name: str) -> ServedTable:
     """Served table `name` checked out at the version `current` (read from `current.json`) names;
     `ReleaseError` when the table or that version does not exist."""
     where, version = data_dir / RELEASE_DIR / CURRENT, current["table_versions"][name]
     try:
-        table = open_table(data_dir / DB_DIR, name)
-    except ValueError:  # LanceDB's "table not found"
+        table = served_store(data_dir).open(name)
+    except MissingTable:
         raise ReleaseError(
             f"{where} names table {name}, which {data_dir / DB_DIR} does not hold; {AGAIN}"
         ) from None
     try:
         table.checkout(version)
-    except ValueError:  # LanceDB's "version no longer exists"
+    except MissingVersion:
         raise ReleaseError(f"{where} names {name} version {version}, which does not exist; {AGAIN}") from None
     return table
 
 
-def live_tables(data_dir: AnyPath, current: dict | None) -> dict[str, lancedb.table.Table]:
+def live_tables(data_dir: AnyPath, current: dict | None) -> dict[str, ServedTable]:
     """Every table `current` names, checked out at its version (see `released_table`)."""
     return {
         name: released_table(data_dir, current, name) for name in (current or {}).get("table_versions", {})

@@ -5,24 +5,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pyarrow.compute as pc
 
 from rag_pipeline.lib.core import AnyPath
 from rag_pipeline.lib.release.ledger import ReleaseError, read_current
 from rag_pipeline.lib.serving import (
-    DB_DIR,
     RELEASE_DIR,
+    MissingTable,
+    MissingVersion,
     Revocation,
     live_version,
     merged,
     narrowed,
-    open_table,
     read_revocation,
+    served_store,
     write_revocation,
 )
-from rag_pipeline.lib.serving.search import connect
 
 SEP = "\x1f"  # joins a row's groups into one value: group names hold no control characters
 
@@ -36,40 +36,29 @@ def served_versions(data_dir: AnyPath) -> tuple[str, dict[str, set[int]]]:
     except ReleaseError:  # damaged: `ask` refuses it, while `open_live` still follows the tags
         current = None
     versions = {name: {v} for name, v in (current or {}).get("table_versions", {}).items()}
-    db_dir = data_dir / DB_DIR
-    for name in table_names(db_dir):  # a table of a strategy no longer released keeps its tag
-        if (tagged := live_version(open_table(db_dir, name))) is not None:
+    store = served_store(data_dir)
+    for name in store.names():  # a table of a strategy no longer released keeps its tag
+        if (tagged := live_version(store.open(name))) is not None:
             versions.setdefault(name, set()).add(tagged)
     key = json.dumps([current["commit"], current["table_versions"]], sort_keys=True) if current else ""
     return key, versions
 
 
-def table_names(db_dir: AnyPath) -> list[str]:
-    """The tables of the served database (none, and no directory made, when there is none)."""
-    if not db_dir.exists():
-        return []
-    db, names, token = connect(db_dir, timedelta(0)), [], None
-    while True:
-        page = db.list_tables(page_token=token)
-        names += page.tables
-        if not (token := page.page_token):
-            return names
-
-
 def served_access(data_dir: AnyPath, versions: Mapping[str, set[int]]) -> dict[str, set[tuple[str, ...]]]:
     """Per note in those table versions, each access list its rows carry."""
     served: dict[str, set[tuple[str, ...]]] = {}
+    store = served_store(data_dir)
     for name, numbers in versions.items():
         try:
-            table = open_table(data_dir / DB_DIR, name)
-        except ValueError:  # LanceDB's "table not found": it serves nothing
+            table = store.open(name)
+        except MissingTable:  # it serves nothing
             continue
         for version in numbers:
             try:
                 table.checkout(version)
-            except ValueError:  # LanceDB's "version no longer exists"
+            except MissingVersion:
                 continue
-            rows = table.search().select(["note", "access"]).limit(None).to_arrow()
+            rows = table.read(["note", "access"])
             pairs = rows.append_column("key", pc.binary_join(rows["access"], SEP)).drop_columns(["access"])
             distinct = pairs.group_by(["note", "key"]).aggregate([])
             for note, key in zip(distinct["note"].to_pylist(), distinct["key"].to_pylist()):

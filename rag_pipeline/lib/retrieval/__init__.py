@@ -1,6 +1,7 @@
 """Retrievers over one strategy's chunks: exact dense top-k, BM25, fusions, `+ctx`, `+parent`,
 `+rerank`, and retrieval that costs what changed."""
 
+from rag_pipeline.lib.retrieval.chunk_index import ChunkIndex
 from rag_pipeline.lib.retrieval.dense import top_k
 from rag_pipeline.lib.retrieval.fusion import merge_parents, normalized, rrf, score_fusion
 from rag_pipeline.lib.retrieval.incremental import retrieve_incremental
@@ -9,7 +10,6 @@ from rag_pipeline.lib.retrieval.rerank import HttpReranker, RerankError
 from rag_pipeline.lib.retrieval.retrievers import (
     DEFAULT_RETRIEVERS,
     RANKERS,
-    ChunkIndex,
     Queries,
     RetrievalSettings,
     RetrieverSpec,

@@ -19,8 +19,8 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from rag_pipeline.lib.core import AnyPath, read_arrow, write_arrow
+from rag_pipeline.lib.retrieval.chunk_index import ChunkIndex
 from rag_pipeline.lib.retrieval.lexical import BM25, count_terms, term_matrix
-from rag_pipeline.lib.retrieval.retrievers import ChunkIndex
 
 
 @dataclass

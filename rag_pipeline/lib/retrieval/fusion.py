@@ -18,16 +18,25 @@ def rrf(runs: Sequence[Ranked], k: float = 60.0) -> list[tuple[Hashable, float]]
     return _ordered(fused, runs)
 
 
+def _minmax(scores: np.ndarray) -> np.ndarray:
+    span = scores.max() - scores.min()
+    return (scores - scores.min()) / span if span > 0 else np.ones_like(scores)
+
+
+def _zscore(scores: np.ndarray) -> np.ndarray:
+    std = scores.std()
+    return (scores - scores.mean()) / std if std > 0 else np.zeros_like(scores)
+
+
+NORMALISATIONS = {"minmax": _minmax, "zscore": _zscore}  # a score fusion's, by its name
+
+
 def normalized(scores: np.ndarray, method: str) -> np.ndarray:
     if len(scores) == 0:
         return scores
-    if method == "minmax":
-        span = scores.max() - scores.min()
-        return (scores - scores.min()) / span if span > 0 else np.ones_like(scores)
-    if method == "zscore":
-        std = scores.std()
-        return (scores - scores.mean()) / std if std > 0 else np.zeros_like(scores)
-    raise ValueError(f"unknown score normalisation {method!r}; choose 'minmax' or 'zscore'")
+    if method not in NORMALISATIONS:
+        raise ValueError(f"unknown score normalisation {method!r}; choose 'minmax' or 'zscore'")
+    return NORMALISATIONS[method](scores)
 
 
 def score_fusion(

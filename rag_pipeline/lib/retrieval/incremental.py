@@ -24,10 +24,11 @@ import pyarrow as pa
 from rag_pipeline.lib.core import AnyPath, as_path, read_arrow, text_hash, write_arrow
 from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.retrieval.bm25_terms import question_bm25
+from rag_pipeline.lib.retrieval.chunk_index import ChunkIndex
 from rag_pipeline.lib.retrieval.dense import Mask, best, dense_scores, top_k
 from rag_pipeline.lib.retrieval.rerank import HttpReranker
 from rag_pipeline.lib.retrieval.retrievers import (
-    ChunkIndex,
+    RANKERS,
     Hits,
     Queries,
     RetrievalSettings,
@@ -37,6 +38,7 @@ from rag_pipeline.lib.retrieval.retrievers import (
     dense_vectors,
     parse_retriever,
     plan,
+    query_tokens,
 )
 
 
@@ -58,12 +60,10 @@ def retrieve_incremental(
     masks = access_masks(index, queries.groups)
     askers = [None] * len(query_texts) if queries.groups is None else queries.groups
     depth = max(settings.depth, settings.candidate_k)
-    tokens = (
-        [index.analyzer.tokens(q) for q in query_texts] if any(b.startswith("bm25") for b in bases) else []
-    )
+    tokens = query_tokens(index, bases, query_texts)
     base = {}
     for name in bases:
-        if parse_retriever(name).ranker == "dense":
+        if not RANKERS[parse_retriever(name).ranker].lexical:
             path = as_path(cache_dir) / f"{name}.arrow"
             base[name] = cached_dense_hits(
                 index, name, query_vectors, query_texts, depth, path, version, masks, askers
@@ -103,8 +103,9 @@ def cached_dense_hits(
     """Each question's top `depth` readable chunks by cosine, from the lists kept at `path` and the
     new chunks. A list is kept per question text and asker's groups and holds readable chunks
     only: unreadable chunks do not exist for it (a chunk's groups never change under its id)."""
-    vectors = dense_vectors(index, name)
-    hashes = index.text_hashes(parse_retriever(name).contextual)
+    contextual = parse_retriever(name).contextual
+    vectors = dense_vectors(index, contextual)
+    hashes = index.text_hashes(contextual)
     members = pd.Index([f"{c}:{h}" for c, h in zip(index.chunks["chunk_id"].tolist(), hashes)], dtype=object)
     keep = KEEP * depth
     stamp = cache_stamp(name, version, keep)

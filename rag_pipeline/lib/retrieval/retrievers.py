@@ -12,22 +12,19 @@ A configuration is named `<ranker>[+ctx][+parent]`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from rag_pipeline.lib.chunking import contextual_text
-from rag_pipeline.lib.core import readable_mask, text_hash
+from rag_pipeline.lib.core import readable_mask
+from rag_pipeline.lib.retrieval.chunk_index import ChunkIndex
 from rag_pipeline.lib.retrieval.dense import Mask, top_k
 from rag_pipeline.lib.retrieval.fusion import merge_parents, rrf, score_fusion
-from rag_pipeline.lib.retrieval.lexical import BM25, Analyzer
 from rag_pipeline.lib.retrieval.rerank import HttpReranker
-from rag_pipeline.lib.retrieval.tokens import TokenStore
 
-RANKERS = ("dense", "bm25", "rrf", "minmax", "zscore")
-FUSIONS = ("rrf", "minmax", "zscore")
 # `dense+ctx` (and the fusions over it) embed every passage a second time, which doubles the cold
 # build's largest cost: opt-in through RAG_RETRIEVERS. `bm25+ctx` costs nothing more to build
 DEFAULT_RETRIEVERS = ("dense", "bm25", "rrf", "minmax", "bm25+ctx", "rrf+parent")
@@ -45,19 +42,20 @@ class RetrieverSpec:
     def inputs(self) -> tuple[str, ...]:
         """The base retrievers a fusion is fed by (itself for a base retriever)."""
         ctx = "+ctx" if self.contextual else ""
-        return (f"dense{ctx}", f"bm25{ctx}") if self.ranker in FUSIONS else (f"{self.ranker}{ctx}",)
+        fused = FUSED if RANKERS[self.ranker].fuse else (self.ranker,)
+        return tuple(f"{r}{ctx}" for r in fused)
 
     @property
     def uses_embedder(self) -> bool:
         """Whether the embedder's vectors rank it: dense, and the fusions with dense."""
-        return any(i.startswith("dense") for i in self.inputs)
+        return any(not RANKERS[i.split("+")[0]].lexical for i in self.inputs)
 
 
 def parse_retriever(name: str) -> RetrieverSpec:
     ranker, *flags = name.split("+")
     if ranker not in RANKERS or set(flags) - {"ctx", "rerank", "parent"} or len(set(flags)) != len(flags):
         raise ValueError(
-            f"unknown retriever {name!r}: a ranker of {RANKERS} optionally followed by +ctx, +rerank, +parent"
+            f"unknown retriever {name!r}: a ranker of {tuple(RANKERS)} optionally followed by +ctx, +rerank, +parent"
         )
     return RetrieverSpec(name, ranker, "ctx" in flags, "parent" in flags, "rerank" in flags)
 
@@ -80,71 +78,6 @@ class RetrievalSettings:
             )
 
 
-@dataclass
-class ChunkIndex:
-    """One strategy's chunks (chunk_id, note, start, end, n_chars, heading_path, parent_*, text)
-    with their passage vectors (plain and, when built, contextual). With a `token_store`, BM25 is
-    built from cached term counts, tokenizing only texts never seen before."""
-
-    chunks: pd.DataFrame
-    vectors: np.ndarray
-    analyzer: Analyzer
-    ctx_vectors: np.ndarray | None = None
-    token_store: TokenStore | None = None
-    _bm25: dict[bool, BM25] = field(default_factory=dict)
-    _hashes: dict[bool, list[str]] = field(default_factory=dict)
-
-    def texts(self, contextual: bool) -> list[str]:
-        return self.ctx_texts if contextual else self.plain_texts
-
-    def texts_at(self, contextual: bool, rows: np.ndarray) -> list[str]:
-        """The texts of the chunks at `rows`, built for these rows only."""
-        plain = self.chunks["text"].take(rows).tolist()
-        if not contextual:
-            return plain
-        return [contextual_text(h, t) for h, t in zip(self.chunks["heading_path"].take(rows).tolist(), plain)]
-
-    def text_hashes(self, contextual: bool) -> list[str]:
-        """Each chunk's text hash: its `text_hash` / `ctx_text_hash` when the chunks hold them."""
-        column = "ctx_text_hash" if contextual else "text_hash"
-        if contextual not in self._hashes and column in self.chunks and self.chunks[column].notna().all():
-            self._hashes[contextual] = self.chunks[column].tolist()
-        elif contextual not in self._hashes:
-            self._hashes[contextual] = [text_hash(t) for t in self.texts(contextual)]
-        return self._hashes[contextual]
-
-    def bm25(self, contextual: bool) -> BM25:
-        if contextual not in self._bm25:
-            texts = self.texts(contextual)
-            self._bm25[contextual] = (
-                self.token_store.bm25(texts, self.text_hashes(contextual))
-                if self.token_store is not None
-                else BM25.from_tokens([self.analyzer.tokens(t) for t in texts])
-            )
-        return self._bm25[contextual]
-
-    def use_bm25(self, contextual: bool, bm25: BM25) -> None:
-        """Score with this BM25 (e.g. one holding only the questions' terms) from now on."""
-        self._bm25[contextual] = bm25
-
-    @cached_property
-    def plain_texts(self) -> list[str]:
-        return self.chunks["text"].tolist()
-
-    @cached_property
-    def ctx_texts(self) -> list[str]:
-        return [contextual_text(h, t) for h, t in zip(self.chunks["heading_path"].tolist(), self.plain_texts)]
-
-    @cached_property
-    def tiebreak(self) -> np.ndarray:
-        """Each chunk's rank in chunk_id order: equal scores are ordered by chunk_id, so a ranking
-        does not depend on the order of the rows."""
-        order = np.argsort(self.chunks["chunk_id"].to_numpy(dtype=str), kind="stable")
-        rank = np.empty(len(order), np.int64)
-        rank[order] = np.arange(len(order))
-        return rank
-
-
 Hits = list[tuple[int, float]]  # (chunk position, score), best first
 
 
@@ -158,10 +91,7 @@ def base_hits(
 ) -> list[Hits]:
     """Each question's k best readable chunks by one base retriever (the filter comes first)."""
     spec = parse_retriever(name)
-    if spec.ranker == "dense":
-        found = top_k(dense_vectors(index, name), query_vectors, k, index.tiebreak, masks)
-    else:
-        found = index.bm25(spec.contextual).search_many(query_tokens, k, index.tiebreak, masks)
+    found = RANKERS[spec.ranker].hits(index, spec.contextual, query_vectors, query_tokens, k, masks)
     return [list(zip(p.tolist(), s.tolist())) for p, s in found]
 
 
@@ -177,11 +107,17 @@ def access_masks(index: ChunkIndex, groups: list[tuple[str, ...] | None] | None)
     return [masks[g] for g in groups]
 
 
-def dense_vectors(index: ChunkIndex, name: str) -> np.ndarray:
-    vectors = index.ctx_vectors if parse_retriever(name).contextual else index.vectors
+def dense_vectors(index: ChunkIndex, contextual: bool) -> np.ndarray:
+    vectors = index.ctx_vectors if contextual else index.vectors
     if vectors is None:
-        raise ValueError(f"{name}: contextual vectors were not built")
+        raise ValueError("dense+ctx: contextual vectors were not built")
     return vectors
+
+
+def query_tokens(index: ChunkIndex, bases: list[str], texts: list[str]) -> list[list[str]]:
+    """The questions' BM25 terms, when one of the base retrievers ranks by them."""
+    lexical = any(RANKERS[parse_retriever(b).ranker].lexical for b in bases)
+    return [index.analyzer.tokens(q) for q in texts] if lexical else []
 
 
 def plan(retrievers: list[str]) -> tuple[list[RetrieverSpec], list[str]]:
@@ -191,6 +127,43 @@ def plan(retrievers: list[str]) -> tuple[list[RetrieverSpec], list[str]]:
     named = [parse_retriever(r) for r in retrievers]
     specs = [parse_retriever(r) for r in dict.fromkeys([*retrievers, *(i for s in named for i in s.inputs)])]
     return specs, list(dict.fromkeys(i for s in specs for i in s.inputs))
+
+
+def dense_hits(index: ChunkIndex, contextual: bool, vectors: np.ndarray, tokens, k: int, masks) -> list:
+    return top_k(dense_vectors(index, contextual), vectors, k, index.tiebreak, masks)
+
+
+def bm25_hits(index: ChunkIndex, contextual: bool, vectors: np.ndarray, tokens, k: int, masks) -> list:
+    return index.bm25(contextual).search_many(tokens, k, index.tiebreak, masks)
+
+
+def reciprocal_rank(runs: list[Hits], settings: RetrievalSettings) -> Hits:
+    return rrf(runs, settings.rrf_k)
+
+
+def weighted(runs: list[Hits], settings: RetrievalSettings, method: str) -> Hits:
+    return score_fusion(runs, (settings.dense_weight, 1 - settings.dense_weight), method)
+
+
+@dataclass(frozen=True)
+class Ranker:
+    """A base ranker ranks the readable chunks itself (`hits`; `lexical`: by BM25 terms, else by the
+    embedder's vectors); a fusion (`fuse`) merges the `FUSED` rankers' candidate lists."""
+
+    hits: Callable[..., list] | None = None
+    fuse: Callable[[list[Hits], RetrievalSettings], Hits] | None = None
+    lexical: bool = False
+
+
+# every ranker by name: a configuration's ranker is looked up here, and nowhere compared by name
+RANKERS = {
+    "dense": Ranker(hits=dense_hits),
+    "bm25": Ranker(hits=bm25_hits, lexical=True),
+    "rrf": Ranker(fuse=reciprocal_rank),
+    "minmax": Ranker(fuse=partial(weighted, method="minmax")),
+    "zscore": Ranker(fuse=partial(weighted, method="zscore")),
+}
+FUSED = ("dense", "bm25")  # what a fusion fuses, in the order of its weights (`dense_weight` first)
 
 
 @dataclass(frozen=True)
@@ -215,8 +188,7 @@ def retrieve(
     of every configuration named and of every fusion input; each question sees only the chunks its
     asker may read."""
     specs, bases = plan(retrievers)
-    lexical = any(b.startswith("bm25") for b in bases)
-    tokens = [index.analyzer.tokens(q) for q in queries.texts] if lexical else []
+    tokens = query_tokens(index, bases, queries.texts)
     depth = max(settings.depth, settings.candidate_k)
     masks = access_masks(index, queries.groups)
     base = {name: base_hits(index, name, queries.vectors, tokens, depth, masks) for name in bases}
@@ -243,13 +215,8 @@ def assemble(
     }
     for spec in specs:
         for qi, qid in enumerate(question_ids):
-            if spec.ranker in FUSIONS:
-                runs = [base[i][qi][: settings.candidate_k] for i in spec.inputs]
-                if spec.ranker == "rrf":
-                    hits = rrf(runs, settings.rrf_k)
-                else:
-                    weights = (settings.dense_weight, 1 - settings.dense_weight)
-                    hits = score_fusion(runs, weights, spec.ranker)
+            if fuse := RANKERS[spec.ranker].fuse:
+                hits = fuse([base[i][qi][: settings.candidate_k] for i in spec.inputs], settings)
             else:
                 hits = base[spec.inputs[0]][qi]
             if spec.rerank:

@@ -1,12 +1,12 @@
-"""The served LanceDB tables: incremental syncs, filtered search, how well they serve, and the live
-version applications read."""
+"""The served tables behind one seam (`store`: LanceDB's in `lance`): incremental syncs, filtered
+search, how well they serve, and the live version applications read."""
 
+from rag_pipeline.lib.serving.lance import LanceStore, access_filter
 from rag_pipeline.lib.serving.live import (
-    DB_DIR,
-    LIVE,
     NotReleased,
     live_version,
     open_live,
+    served_store,
     table_key,
     tag_live,
 )
@@ -22,19 +22,25 @@ from rag_pipeline.lib.serving.revoked import (
     read_revocation,
     write_revocation,
 )
-from rag_pipeline.lib.serving.search import (
-    AnnConfig,
-    access_filter,
-    index_kind,
-    open_table,
-    search,
-    search_rows,
-)
+from rag_pipeline.lib.serving.rows import LazyRows, serving_rows
+from rag_pipeline.lib.serving.search import search, search_rows
 from rag_pipeline.lib.serving.served import KeptResults, Ranking, truth_from_ranking
-from rag_pipeline.lib.serving.tables import LazyRows, duplicate_chunk_ids, serving_rows, sync_table
+from rag_pipeline.lib.serving.store import (
+    DB_DIR,
+    DEFAULT_RETAIN,
+    LIVE,
+    AnnConfig,
+    MissingTable,
+    MissingVersion,
+    ServedTable,
+    Store,
+    duplicate_chunk_ids,
+)
+from rag_pipeline.lib.serving.tables import sync_table
 
 __all__ = [
     "DB_DIR",
+    "DEFAULT_RETAIN",
     "KS",
     "LIVE",
     "MIN_RECALL",
@@ -43,23 +49,27 @@ __all__ = [
     "REVOKED",
     "AnnConfig",
     "KeptResults",
+    "LanceStore",
     "LazyRows",
     "LiveTable",
+    "MissingTable",
+    "MissingVersion",
     "NotReleased",
     "Ranking",
     "Revocation",
     "RevokedError",
+    "ServedTable",
+    "Store",
     "access_filter",
     "duplicate_chunk_ids",
-    "index_kind",
     "live_version",
     "merged",
     "narrowed",
     "open_live",
-    "open_table",
     "read_revocation",
     "search",
     "search_rows",
+    "served_store",
     "serving_eval",
     "serving_problems",
     "serving_rows",

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.core import readable_mask, vector_matrix
 from rag_pipeline.lib.retrieval import top_k
-from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, index_kind, search
+from rag_pipeline.lib.serving.search import search
 from rag_pipeline.lib.serving.served import (
     KeptResults,
     Ranking,
@@ -23,9 +22,7 @@ from rag_pipeline.lib.serving.served import (
     still_served,
     truth_from_ranking,
 )
-
-if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
-    import lancedb
+from rag_pipeline.lib.serving.store import DEFAULT_ANN, AnnConfig, ServedTable
 
 KS = (1, 5, 10)
 MIN_RECALL = 0.95  # recall_vs_exact at RECALL_K
@@ -33,11 +30,11 @@ RECALL_K = 5
 
 
 def exact_top_k(
-    table: lancedb.table.Table, query_vectors: np.ndarray, k: int, groups: Sequence[Sequence[str] | None]
+    table: ServedTable, query_vectors: np.ndarray, k: int, groups: Sequence[Sequence[str] | None]
 ) -> tuple[list[list[str]], np.ndarray]:
     """Brute-force cosine top-k over each asker's readable rows, computed here rather than by
     LanceDB, and how many rows each asker may read."""
-    data = table.search().select(["chunk_id", "access", "vector"]).to_arrow()
+    data = table.read(["chunk_id", "access", "vector"])
     ids = np.asarray(data["chunk_id"].to_pylist(), dtype=object)
     access = data["access"].to_pylist()
     vectors = vector_matrix(data["vector"], data.schema.field("vector").type.list_size)
@@ -55,7 +52,7 @@ def exact_top_k(
 
 
 def serving_eval(
-    table: lancedb.table.Table,
+    table: ServedTable,
     strategy: str,
     query_vectors: np.ndarray,
     groups: Sequence[Sequence[str] | None],
@@ -84,7 +81,7 @@ def serving_eval(
     if truth is None:
         rankings = None  # nothing to reuse by either
         truth, n_readable = exact_top_k(table, query_vectors, max(ks), groups)
-    kinds = ["exact"] + ([] if index_kind(table) == "exact" else [index_kind(table)])
+    kinds = ["exact"] + ([] if table.index_kind() == "exact" else [table.index_kind()])
     out = []
     for kind in kinds:
         exact = kind == "exact"
@@ -113,7 +110,7 @@ def serving_eval(
 
 
 def to_search(
-    table: lancedb.table.Table,
+    table: ServedTable,
     rows: TableRows,
     query_vectors: np.ndarray,
     keys: list[str],

@@ -13,12 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from rag_pipeline.lib.core import AnyPath, as_path, may_read, write_bytes
-
-if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
-    import lancedb
+from rag_pipeline.lib.serving.store import ServedTable
 
 RELEASE_DIR = "release"  # the release record's directory under the data directory
 REVOKED = "revoked.json"
@@ -126,9 +123,9 @@ def write_revocation(data_dir: AnyPath, revocation: Revocation) -> AnyPath:
 @dataclass(frozen=True)
 class LiveTable:
     """A served table checked out at its live version, searched (`search_rows`) with the notes
-    withheld since its release left out; `table` is the LanceDB table itself, with no rule applied."""
+    withheld since its release left out; `table` is the store's table itself, with no rule applied."""
 
-    table: lancedb.table.Table
+    table: ServedTable
     data_dir: AnyPath
 
     def withheld(self, groups: Sequence[str] | None) -> list[str]:

@@ -25,16 +25,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from rag_pipeline.lib.core import AnyPath, read_table, readable_mask, write_table
-
-if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
-    import lancedb
+from rag_pipeline.lib.serving.store import ServedTable
 
 Ranking = list[tuple[str, float]]  # (chunk_id, cosine score), best first
 MARGIN = 1e-4  # cosine: far above float32 rounding of two ways to compute one distance
@@ -48,8 +45,8 @@ class TableRows:
     access_column: pa.ChunkedArray
 
     @classmethod
-    def read(cls, table: lancedb.table.Table) -> TableRows:
-        data = table.search().select(["chunk_id", "access"]).limit(None).to_arrow()
+    def read(cls, table: ServedTable) -> TableRows:
+        data = table.read(["chunk_id", "access"])
         return cls(pd.Index(data["chunk_id"].to_numpy(), dtype=object), data["access"])
 
     @cached_property
@@ -137,21 +134,12 @@ def rows_to_probe(
 
 
 def probe_distances(
-    table: lancedb.table.Table, rows: TableRows, query_vectors: np.ndarray, wanted: dict[int, list[str]]
+    table: ServedTable, rows: TableRows, query_vectors: np.ndarray, wanted: dict[int, list[str]]
 ) -> dict[int, dict[str, float]]:
-    """LanceDB's cosine distance of each query `i` to the rows `wanted[i]`, from an exact search of a
-    scratch in-memory table holding only those rows' vectors, taken from `table`."""
+    """The store's own cosine distance of each query `i` to the rows `wanted[i]` (see
+    `ServedTable.distances`)."""
     ids = sorted({c for chosen in wanted.values() for c in chosen})
-    data = table.take_offsets(rows.ids.get_indexer(ids).tolist()).select(["chunk_id", "vector"]).to_arrow()
-    import lancedb
-
-    scratch = lancedb.connect("memory://").create_table("probe", data)
-    out = {}
-    for i in wanted:
-        query = scratch.search(np.asarray(query_vectors[i], dtype=np.float32)).distance_type("cosine")
-        found = query.select(["chunk_id", "_distance"]).limit(len(ids)).to_arrow()
-        out[i] = dict(zip(found["chunk_id"].to_pylist(), found["_distance"].to_pylist()))
-    return out
+    return table.distances(rows.ids.get_indexer(ids).tolist(), {i: query_vectors[i] for i in wanted})
 
 
 def still_served(kept: Served, near: list[str], probed: dict[str, float]) -> bool:

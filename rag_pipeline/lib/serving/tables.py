@@ -1,4 +1,5 @@
-"""The served index: one embedded LanceDB table per chunking strategy, synced incrementally.
+"""LanceDB's side of the store seam below `lance.LanceStore`: the connection, the index, the tags
+a cleanup keeps, and the incremental sync of one embedded table per chunking strategy.
 
 A sync is one LanceDB commit (merge on chunk_id), so a build killed half-way leaves the
 previous version readable. Vectors are L2-normalised, so the index uses the cosine metric.
@@ -10,109 +11,90 @@ chunk_id once. Whichever writes last checks last, so the table ends as one of th
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.lib.core import AnyPath, as_path, tree_bytes, vector_column
+from rag_pipeline.lib.core import AnyPath, as_path, storage_options, tree_bytes
 from rag_pipeline.lib.serving.diff import MUTABLE, diff_rows, values
-from rag_pipeline.lib.serving.live import cleanup_age
-from rag_pipeline.lib.serving.search import DEFAULT_ANN, AnnConfig, connect, index_kind, vector_index
+from rag_pipeline.lib.serving.rows import LazyRows, as_rows, row_reader, serving_schema
+from rag_pipeline.lib.serving.store import DEFAULT_ANN, DEFAULT_RETAIN, LIVE, AnnConfig
 
 if TYPE_CHECKING:  # lancedb takes seconds to import: loaded where a table is opened
     import lancedb
-
-# readers still on a version this recent keep working while a sync cleans up
-DEFAULT_RETAIN = timedelta(minutes=10)
-NORM_TOLERANCE = 1e-3
-BATCH_ROWS = 4096  # rows built, checked and handed to LanceDB at a time: a sync holds one batch
+    from lancedb.index import HnswSq, IvfPq
 
 
-def serving_schema(dim: int) -> pa.Schema:
-    text, texts = pa.string(), pa.list_(pa.string())
-    columns = {"chunk_id": text, "note": text, "text": text, "vector": pa.list_(pa.float32(), dim)}
-    columns |= {"access": texts, "heading_path": text, "commit": text, "embedding_version": text}
-    return pa.schema([pa.field(name, type_, nullable=False) for name, type_ in columns.items()])
+def connect(db_dir: str | AnyPath, consistency: timedelta) -> lancedb.DBConnection:
+    """The LanceDB database in `db_dir`, whose reads see commits at most `consistency` old."""
+    import lancedb
+
+    return lancedb.connect(
+        str(db_dir), read_consistency_interval=consistency, storage_options=storage_options(db_dir)
+    )
 
 
-def serving_rows(frame: pd.DataFrame, vectors: np.ndarray) -> pa.Table:
-    """A strategy's chunks (chunk_id, note, text, heading_path, commit, embedding_version,
-    access: a list of group names, empty for public notes) and their vectors, row for row."""
-    schema = serving_schema(vectors.shape[1])
-    missing = [n for n in schema.names if n != "vector" and n not in frame.columns]
-    if missing:
-        raise ValueError(f"serving rows: missing columns {missing}")
-    if len(frame) != len(vectors):
-        raise ValueError(f"serving rows: {len(frame)} chunks but {len(vectors)} vectors")
-    columns = {n: frame[n].tolist() for n in schema.names if n != "vector"}
-    columns["access"] = [list(a) for a in columns["access"]]
-    return pa.table({**columns, "vector": vector_column(vectors)}).select(schema.names).cast(schema)
+def vector_index(table: lancedb.table.Table) -> lancedb.index.IndexConfig | None:
+    return next((i for i in table.list_indices() if i.columns == ["vector"]), None)
 
 
-class LazyRows:
-    """The rows a table should hold, built only where a sync needs them: `keys()` (chunk_id and
-    the MUTABLE columns) for every row, `take(positions)` (every field) for the rows it writes.
-    `vectors` is indexed by position (an array, or a lane file read by row group)."""
-
-    def __init__(self, frame: pd.DataFrame, vectors):
-        if len(frame) != len(vectors):
-            raise ValueError(f"serving rows: {len(frame)} chunks but {len(vectors)} vectors")
-        self.frame, self.vectors, self.dim = frame.reset_index(drop=True), vectors, vectors.shape[1]
-        self.num_rows = len(frame)
-
-    def keys(self) -> pd.DataFrame:
-        return self.frame[["chunk_id", *MUTABLE]]
-
-    def take(self, positions: np.ndarray) -> pa.Table:
-        return serving_rows(self.frame.iloc[positions], self.vectors[positions])
+def index_kind(table: lancedb.table.Table) -> str:
+    """`exact` when the table has no vector index, else e.g. `ivf_pq`."""
+    index = vector_index(table)
+    return "exact" if index is None else table.index_stats(index.name).index_type.lower()
 
 
-class _TableRows(LazyRows):
-    """Rows given whole, as a table."""
+def index_config(ann: AnnConfig, rows: int, dim: int) -> tuple[IvfPq | HnswSq, dict]:
+    """The LanceDB index config `ann` gives a table of `rows` vectors, and its parameters to report."""
+    from lancedb.index import HnswSq, IvfPq
 
-    def __init__(self, rows: pa.Table):
-        if "vector" not in rows.column_names or not pa.types.is_fixed_size_list(
-            rows.schema.field("vector").type
-        ):
-            raise ValueError("field 'vector' must be a fixed-size list of float32")
-        self.rows, self.dim, self.num_rows = rows, rows.schema.field("vector").type.list_size, rows.num_rows
+    if ann.kind == "ivf_pq":
+        params = {
+            "num_partitions": max(1, round(math.sqrt(rows))),
+            "num_sub_vectors": max(1, dim // ann.sub_vector_dims),
+            "num_bits": 8,
+            "max_iterations": ann.kmeans_iterations,
+        }
+        return IvfPq(distance_type="cosine", **params), params
+    if ann.kind == "ivf_hnsw_sq":
+        # one graph: the tables here are small enough to train it in memory
+        params = {
+            "num_partitions": 1,
+            "m": 20,
+            "ef_construction": 300,
+            "max_iterations": ann.kmeans_iterations,
+        }
+        return HnswSq(distance_type="cosine", **params), params
+    raise ValueError(f"unknown ANN index kind {ann.kind!r} (ivf_pq or ivf_hnsw_sq)")
 
-    def keys(self) -> pd.DataFrame:
-        return self.rows.select(["chunk_id", *MUTABLE]).to_pandas()
 
-    def take(self, positions: np.ndarray) -> pa.Table:
-        return self.rows.take(pa.array(positions, pa.int64()))
+def tagged_version(table: lancedb.table.Table, tag: str) -> int | None:
+    found = table.tags.list().get(tag)
+    return None if found is None else int(found["version"])
 
 
-def _checked_batches(rows: pa.Table, schema: pa.Schema, table_name: str) -> Iterator[pa.RecordBatch]:
-    """The rows cast to the table's schema, batch by batch; a bad batch stops the sync uncommitted."""
-    for batch in rows.to_batches(max_chunksize=BATCH_ROWS):
-        for name in schema.names:
-            if batch.column(name).null_count:
-                raise ValueError(f"table {table_name}: field {name!r} has nulls")
-        vectors = batch.column("vector").flatten().to_numpy(zero_copy_only=False).reshape(batch.num_rows, -1)
-        norms = np.linalg.norm(vectors, axis=1)
-        bad = ~np.isfinite(norms) | (np.abs(norms - 1) > NORM_TOLERANCE)
-        if bad.any():
-            chunk_id = batch.column("chunk_id")[int(np.argmax(bad))].as_py()
-            raise ValueError(f"table {table_name}: field 'vector' of chunk {chunk_id} is not L2-normalised")
-        yield batch.cast(schema)
+def cleanup_age(table: lancedb.table.Table, retain: timedelta) -> timedelta:
+    """The `cleanup_older_than` that removes versions older than `retain` but none as recent as the
+    live one: LanceDB refuses a cleanup that would reach a tagged version."""
+    live = tagged_version(table, LIVE)
+    if live is None:
+        return retain
+    stamps = {v["version"]: v["timestamp"] for v in table.list_versions()}
+    if live not in stamps:
+        return retain
+    stamp = stamps[live]
+    now = datetime.now(stamp.tzinfo)  # LanceDB's stamps are local time, as `now` is
+    return max(retain, now - stamp + timedelta(minutes=1))
 
 
 def _id_list(ids: list[str]) -> str:
     return "chunk_id IN (" + ", ".join("'" + c.replace("'", "''") + "'" for c in ids) + ")"
-
-
-def duplicate_chunk_ids(table: lancedb.table.Table) -> int:
-    """How many chunk_ids the table holds more than once (0 for a sound table)."""
-    ids = values(table.search().select(["chunk_id"]).limit(None).to_arrow(), "chunk_id")
-    return int(ids[ids.duplicated()].nunique())
 
 
 def _drop_duplicates(table: lancedb.table.Table) -> tuple[pa.Table, int]:
@@ -150,7 +132,7 @@ def _sync_index(table: lancedb.table.Table, ann: AnnConfig, dim: int, churn: int
     train = current is None or index_kind(table) != ann.kind or 2 * churn > rows
     params: dict = {}
     if train:
-        config, params = ann.index(rows, dim)
+        config, params = index_config(ann, rows, dim)
         table.create_index("vector", config=config, replace=True)
         current = vector_index(table)
     details = current.index_details or {}
@@ -229,10 +211,7 @@ def sync_table(
     removed, never one as recent as the version tagged `live`.
     Returns metadata for the asset.
     """
-    try:
-        source = rows if isinstance(rows, LazyRows) else _TableRows(rows)
-    except ValueError as exc:
-        raise ValueError(f"table {table_name}: {exc}") from None
+    source = as_rows(rows, table_name)
     dim = source.dim
     schema = serving_schema(dim)
     keys = source.keys()
@@ -240,17 +219,7 @@ def sync_table(
         raise ValueError(f"table {table_name}: duplicate chunk_ids in the rows")
 
     def batches(positions: np.ndarray) -> pa.RecordBatchReader:
-        """The rows at `positions`, built and checked a batch at a time as LanceDB reads them."""
-
-        def built() -> Iterator[pa.RecordBatch]:
-            for start in range(0, len(positions), BATCH_ROWS):
-                part = source.take(positions[start : start + BATCH_ROWS])
-                missing = [n for n in schema.names if n not in part.column_names]
-                if missing:
-                    raise ValueError(f"table {table_name}: missing fields {missing}")
-                yield from _checked_batches(part.select(schema.names), schema, table_name)
-
-        return pa.RecordBatchReader.from_batches(schema, built())
+        return row_reader(source, positions, table_name)
 
     db = connect(db_dir, timedelta(0))  # every read sees the latest commit, another process's too
     table = _open_or_create(db, table_name, schema)
