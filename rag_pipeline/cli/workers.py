@@ -19,6 +19,7 @@ from rag_pipeline.settings import Settings
 ASK_EVERY_S = 5.0
 MISSED = 2  # answers a worker must miss, holding a step, before it counts as lost
 STEP_ARGS = "execute_step_args_packed"  # dagster-celery's task argument: the run and its steps
+WORKER_KEY = "Celery worker"  # the worker, in dagster-celery's event of a step it starts
 
 
 @dataclass(frozen=True)
@@ -61,44 +62,62 @@ def busy(app, instance: dg.DagsterInstance, name: str) -> list[str]:
 
 
 class Watch:
-    """A run's steps on the workers, asked every `ASK_EVERY_S` seconds (`look`)."""
+    """A run's steps on the workers, looked at every `ASK_EVERY_S` seconds (`look`): which worker
+    started which step, from the run's log (dagster-celery's event names the worker), and which
+    workers answer and with which task, asked of them."""
 
     def __init__(self, settings: Settings, instance: dg.DagsterInstance):
         self.app, self.instance = celery_app(settings), instance
         self.given_back_s = settings.celery_task_timeout + VISIBILITY_MARGIN_S  # Redis's visibility timeout
-        self.held: dict[str, Task] = {}  # step -> the task last seen executing it
+        self.held: dict[str, str] = {}  # step -> the worker that started it last
+        self.tasks: dict[str, str] = {}  # step -> its Celery task, as a worker reported it
         self.missed: dict[str, int] = {}
-        self.lost: dict[str, tuple[Task, float]] = {}  # step -> (its task, when it was found lost)
-        self.last = 0.0
+        self.lost: dict[str, float] = {}  # step -> when it was found lost
+        self.cursor, self.last = None, 0.0
 
     def look(self, run_id: str) -> list[str]:
         """What changed since the last look, a line each."""
         if time.monotonic() - self.last < ASK_EVERY_S:
             return []
         self.last = time.monotonic()
+        lines = self.started(run_id)
         alive, tasks = active(self.app)
-        lines = []
-        for task in (t for t in tasks if t.run_id == run_id):
-            if task.step in self.lost and self.lost[task.step][0].worker != task.worker:
-                lines.append(f"  {task.step}: runs again, on {task.worker}")
-                del self.lost[task.step]
-            self.held[task.step], self.missed[task.step] = task, 0
+        self.tasks |= {t.step: t.task_id for t in tasks if t.run_id == run_id}
         unfinished = set(unfinished_steps(self.instance, run_id))
-        for step, task in list(self.held.items()):
+        for step, worker in list(self.held.items()):
             if step not in unfinished:
                 del self.held[step]
-            elif task.worker not in alive and step not in self.lost:
-                self.missed[step] += 1
+            elif worker not in alive and step not in self.lost:
+                self.missed[step] = self.missed.get(step, 0) + 1
                 if self.missed[step] >= MISSED:
-                    self.lost[step] = (task, time.monotonic())
-                    lines.append(self.lost_line(task, alive))
+                    self.lost[step] = time.monotonic()
+                    lines.append(self.lost_line(step, worker, alive))
         return lines + self.give_up(alive)
 
-    def lost_line(self, task: Task, alive: set[str]) -> str:
+    def started(self, run_id: str) -> list[str]:
+        """Learn from the run's log which worker started which step since the last look; a line for
+        each lost step started again."""
+        page = self.instance.get_records_for_run(
+            run_id, cursor=self.cursor, of_type=dg.DagsterEventType.ENGINE_EVENT
+        )
+        self.cursor = page.cursor
+        lines = []
+        for record in page.records:
+            entry = record.event_log_entry
+            worker = entry.dagster_event.event_specific_data.metadata.get(WORKER_KEY)
+            if worker is None or entry.step_key is None:
+                continue
+            if entry.step_key in self.lost:
+                lines.append(f"  {entry.step_key}: runs again, on {worker.value}")
+                del self.lost[entry.step_key]
+            self.held[entry.step_key], self.missed[entry.step_key] = worker.value, 0
+        return lines
+
+    def lost_line(self, step: str, worker: str, alive: set[str]) -> str:
         where = f"{len(alive)} worker(s) answer" if alive else "no worker answers: start one (`make worker`)"
         return (
-            f"  LOST  {task.step}: its worker {task.worker} stopped answering; Redis gives the step to "
-            f"another worker within {self.given_back_s:.0f} s (RAG_CELERY_TASK_TIMEOUT + "
+            f"  LOST  {step}: its worker {worker} stopped answering; Redis gives the step to another "
+            f"worker within {self.given_back_s:.0f} s of its start (RAG_CELERY_TASK_TIMEOUT + "
             f"{VISIBILITY_MARGIN_S} s), and it runs again there; {where}"
         )
 
@@ -111,12 +130,12 @@ class Watch:
         if alive:
             return []
         lines = []
-        for step, (task, since) in list(self.lost.items()):
-            if time.monotonic() - since < self.given_back_s:
+        for step, since in list(self.lost.items()):
+            if time.monotonic() - since < self.given_back_s or step not in self.tasks:
                 continue
-            why = f"worker {task.worker} was lost with step {step}, and no worker took it again"
-            self.app.control.revoke(task.task_id)
-            self.app.backend.mark_as_failure(task.task_id, WorkerLostError(why))
+            why = f"worker {self.held[step]} was lost with step {step}, and no worker took it again"
+            self.app.control.revoke(self.tasks[step])
+            self.app.backend.mark_as_failure(self.tasks[step], WorkerLostError(why))
             del self.lost[step], self.held[step]
             lines.append(f"  FAILED  {step}: {why} within {self.given_back_s:.0f} s; `make run` again")
         return lines
