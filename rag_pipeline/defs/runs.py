@@ -67,21 +67,20 @@ def refusal(run: dg.DagsterRun, own: dict[str, str]) -> str | None:
         return f"run {run.run_id[:8]}… has ended ({run.status.value.lower()}): its step is not run"
     if SETTINGS_TAG not in run.tags:
         return None
-    recorded, here = json.loads(run.tags[SETTINGS_TAG]), json.loads(own[SETTINGS_TAG])
-    differ = sorted(name for name in recorded.keys() | here.keys() if recorded.get(name) != here.get(name))
-    if differ:
-        values = "; ".join(
-            f"{name}={here.get(name, shared_default(name))} here, "
-            f"{recorded.get(name, shared_default(name))} in the run"
-            for name in differ
-        )
-        return f"{values}: start this worker with the run's settings (the launcher's RAG_* variables)"
-    if run.tags.get(CODE_TAG, own[CODE_TAG]) != own[CODE_TAG]:
+    if run.tags.get(CODE_TAG, own[CODE_TAG]) != own[CODE_TAG]:  # its settings may be other ones too
         return (
             f"the code here ({own[CODE_TAG]}, {PACKAGE_ROOT}) is not the run's ({run.tags[CODE_TAG]}): "
             "run the launcher's checkout on this worker"
         )
-    return None
+    recorded, here = json.loads(run.tags[SETTINGS_TAG]), json.loads(own[SETTINGS_TAG])
+    differ = sorted(name for name in recorded.keys() | here.keys() if recorded.get(name) != here.get(name))
+    if not differ:
+        return None
+    values = "; ".join(
+        f"{name}={here.get(name, shared_default(name))} here, {recorded.get(name, shared_default(name))} in the run"
+        for name in differ
+    )
+    return f"{values}: start this worker with the run's settings (the launcher's RAG_* variables)"
 
 
 def here_tags() -> dict[str, str]:

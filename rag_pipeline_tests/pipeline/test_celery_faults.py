@@ -95,6 +95,7 @@ def test_a_worker_killed_with_a_step_is_named_and_a_rerun_finishes_the_build(tmp
                 out = launcher.communicate(timeout=400)[0]  # the launcher ends within 400 s of the kill
             finally:
                 launcher.kill()
+        (logs / "launcher.log").write_text(out)
         assert f"LOST  {step}: its worker one@" in out, out[-3000:]
         # the step ran again on the other worker, or the run failed naming it
         assert (launcher.returncode == 0 and f"{step}: runs again, on two@" in out) or (
