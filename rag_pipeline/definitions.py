@@ -34,7 +34,7 @@ from rag_pipeline.defs.resources import (
     ServedStore,
     ServingResource,
 )
-from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name
+from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name, settings_tags
 from rag_pipeline.lib.chunking import Strategy, load_strategies
 from rag_pipeline.lib.judging import LabelsError, read_labels
 from rag_pipeline.lib.retrieval import plan
@@ -177,16 +177,16 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
         ) from None
     check_labels(settings)
     assets = build_assets(strategies, resources, settings.retry_after, settings.shards)
-    data_dir = data_dir_name(settings.data_dir)
+    tags = {DATA_DIR_TAG: data_dir_name(settings.data_dir), **settings_tags(settings)}
     outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)
     return dg.Definitions(
         assets=assets,
         asset_checks=[outputs],
         # RAG_RUN_TAGS: e.g. a tuning session's trials are `rag/tune=<id>`
-        jobs=[asset_job({DATA_DIR_TAG: data_dir, **dict(settings.run_tags)}, outputs)],
-        sensors=[automation.automation_sensor(settings.reindex, data_dir)],
+        jobs=[asset_job(tags | dict(settings.run_tags), outputs)],
+        sensors=[automation.automation_sensor(settings.reindex, tags)],
         resources=resources,
-        executor=leased(executor_for(settings), data_dir),
+        executor=leased(executor_for(settings), tags[DATA_DIR_TAG]),
     )
 
 

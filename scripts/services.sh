@@ -7,18 +7,18 @@
 #   scripts/services.sh start     install them if missing, start both, create the database, write
 #                                 $DIR/dagster_home/dagster.yaml and $DIR/celery.yaml
 #   scripts/services.sh stop      stop both
-#   scripts/services.sh worker N  one Celery worker named N, in the foreground (one step at a time)
+#   scripts/services.sh worker N  one Celery worker named N, in the foreground (one step at a time);
+#                                 $DIR/celery.yaml written again from this environment first
 #
 # Settings (environment): RAG_SERVICES_DIR (default data/services), RAG_REDIS_PORT (6379),
-# RAG_PG_PORT (5432), RAG_CELERY_BROKER and RAG_CELERY_BACKEND (default: this Redis, db 0 and 1).
+# RAG_PG_PORT (5432); celery.yaml takes RAG_CELERY_BROKER, RAG_CELERY_BACKEND (default: this Redis,
+# db 0 and 1) and RAG_CELERY_TASK_TIMEOUT as the run's executor does (rag_pipeline.cli.celery_yaml).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DIR="$(mkdir -p "${RAG_SERVICES_DIR:-$ROOT/data/services}" && cd "${RAG_SERVICES_DIR:-$ROOT/data/services}" && pwd)"
 REDIS_PORT="${RAG_REDIS_PORT:-6379}"
 PG_PORT="${RAG_PG_PORT:-5432}"
-BROKER="${RAG_CELERY_BROKER:-redis://127.0.0.1:$REDIS_PORT/0}"
-BACKEND="${RAG_CELERY_BACKEND:-redis://127.0.0.1:$REDIS_PORT/1}"
 HOME_DIR="$DIR/dagster_home"
 PG_DATA="$DIR/postgres"
 
@@ -95,13 +95,12 @@ run_coordinator:
   module: dagster.core.run_coordinator
   class: DefaultRunCoordinator
 EOF
-  cat >"$DIR/celery.yaml" <<EOF
-execution:
-  config:
-    broker: $BROKER
-    backend: $BACKEND
-EOF
+  write_celery_yaml
   say "DAGSTER_HOME=$HOME_DIR (Postgres storage); workers read $DIR/celery.yaml"
+}
+
+write_celery_yaml() {
+  "$ROOT/.venv/bin/python" -m rag_pipeline.cli.celery_yaml "$DIR/celery.yaml"
 }
 
 stop() {
@@ -131,7 +130,7 @@ case "${1:-}" in
   stop) stop ;;
   worker)
     name="${2:?usage: $0 worker NAME}"
-    [ -f "$DIR/celery.yaml" ] || write_configs
+    write_celery_yaml
     export PATH="$ROOT/.venv/bin:$PATH" DAGSTER_HOME="${DAGSTER_HOME:-$HOME_DIR}"
     cd "$ROOT"
     exec dagster-celery worker start -A dagster_celery.app -y "$DIR/celery.yaml" -n "$name" -- --concurrency=1

@@ -7,6 +7,7 @@ import functools
 import re
 import threading
 import time
+from collections.abc import Callable
 
 import dagster as dg
 
@@ -52,14 +53,17 @@ class Progress:
         self.last = time.monotonic()
 
     def see(self, entry) -> None:
+        """Take in one entry of the run's log; `verbose` changes what is shown of it, not what is
+        kept (the failures, the checks that failed: the exit status)."""
         event = entry.dagster_event
         if self.verbose:
             self.echo(f"  {entry.level}  {entry.step_key or ''}  {entry.message or entry.user_message}")
-            return
         if event is None:
             message = entry.user_message or ""
             if message.startswith(NOT_EXECUTED):
                 self.not_run += 1
+            elif self.verbose:
+                pass
             elif self.tty and (progress := EMBEDDED.match(message)):
                 self.draw(*progress.groups())
             elif message and (entry.level >= 30 or "embedded" in message):
@@ -87,7 +91,8 @@ class Progress:
                 checks = self.checks_failed.get(event.step_key, [])
                 message = "; ".join(f"check {name} failed: {problem}" for name, problem in checks) or message
             self.failed.append(event.step_key)
-            self.show(f"  FAILED  {event.step_key}: {message}")
+            if not self.verbose:
+                self.show(f"  FAILED  {event.step_key}: {message}")
 
     def rejected(self) -> bool:
         """Whether the run failed only because the release gate held the new index back."""
@@ -110,6 +115,9 @@ class Progress:
             self.echo("")
 
     def flush(self, force: bool = False) -> None:
+        if self.verbose:  # every event was shown already
+            self.done, self.reused, self.not_run = [], 0, 0
+            return
         due = len(self.done) >= 6 or time.monotonic() - self.last >= self.every_s
         if (self.done or self.reused) and (force or due):
             reused = f" ({self.reused} unchanged, reused)" if self.reused else ""
@@ -120,8 +128,15 @@ class Progress:
             self.not_run = 0
 
 
-def follow(instance: dg.DagsterInstance, request: str, progress: Progress, done: threading.Event) -> None:
-    """Show the progress of the run tagged `request` until `done` is set."""
+def follow(
+    instance: dg.DagsterInstance,
+    request: str,
+    progress: Progress,
+    done: threading.Event,
+    watch: Callable[[str], list[str]] | None = None,
+) -> None:
+    """Show the progress of the run tagged `request` until `done` is set, and what `watch` says of
+    the run's steps on workers (`workers.Watch.look`)."""
     run_id, cursor = None, None
     while True:
         finished = done.is_set()
@@ -135,6 +150,8 @@ def follow(instance: dg.DagsterInstance, request: str, progress: Progress, done:
             cursor = page.cursor
             if not page.has_more:
                 break
+        for line in watch(run_id) if watch is not None and run_id is not None and not finished else ():
+            progress.show(line)
         progress.flush(force=finished)
         if finished:
             return

@@ -92,10 +92,18 @@ def execute(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dic
     return start_run(instance, job, run)
 
 
-def run_shown(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dict, progress: Progress):
-    """`execute` here, its progress shown from another thread as the run's log grows."""
+def run_shown(
+    job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dict, progress: Progress, settings
+):
+    """`execute` here, its progress shown from another thread as the run's log grows, with what
+    becomes of its steps on Celery workers (`workers.Watch`)."""
     request, done = str(uuid.uuid4()), threading.Event()
-    shower = threading.Thread(target=follow, args=(instance, request, progress, done), daemon=True)
+    watch = None
+    if settings.executor == "celery":
+        from rag_pipeline.cli.workers import Watch
+
+        watch = Watch(settings, instance).look
+    shower = threading.Thread(target=follow, args=(instance, request, progress, done, watch), daemon=True)
     shower.start()
     try:
         run = execute(job, instance, keys, run_config, tags | {REQUEST_TAG: request})
@@ -105,21 +113,34 @@ def run_shown(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: d
     return run if run is None or isinstance(run, dg.DagsterRun) else run.dagster_run
 
 
-def wait_while_busy(instance: dg.DagsterInstance, name: str) -> None:
-    """Wait while another run writes the data directory `name` (saying so once), ending the runs
-    whose process is gone."""
+def wait_while_busy(instance: dg.DagsterInstance, name: str, settings) -> None:
+    """Wait while another run writes the data directory `name`, or a Celery worker still executes a
+    step of an ended one (saying so once), ending the runs whose process is gone."""
     from rag_pipeline.defs.runs import ACTIVE, DATA_DIR_TAG, busy_message, end_dead_runs
 
-    told = False
+    app = None
+    if settings.executor == "celery":
+        from rag_pipeline.cli.workers import celery_app
+
+        app = celery_app(settings)
+    told = set()
     while True:
         for line in end_dead_runs(instance):
             print(line)
         busy = instance.get_runs(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE), limit=1)
-        if not busy:
+        if busy:
+            lines = [busy_message(name, busy[0].run_id)]
+        elif app is not None:
+            from rag_pipeline.cli.workers import busy as on_workers
+
+            lines = on_workers(app, instance, name)
+        else:
+            lines = []
+        if not lines:
             return
-        if not told:
-            print(f"waiting: {busy_message(name, busy[0].run_id)}")
-            told = True
+        for line in set(lines) - told:
+            print(f"waiting: {line}")
+        told |= set(lines)
         time.sleep(1.0)
 
 
@@ -194,7 +215,7 @@ def run(args: list[str]) -> int:
                 if built is not None and sources(defs) == built:
                     return 0
                 if not plan:
-                    wait_while_busy(instance, name)
+                    wait_while_busy(instance, name, settings)
                 observed, wanted = due(defs, instance, plan)
                 head = observed[HEAD]
                 print("\n".join(plan_lines(defs, instance, head, wanted, strategies)))
@@ -208,7 +229,7 @@ def run(args: list[str]) -> int:
             quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
             config = pinned_config(defs.resources["notes_repo"], head) | quiet
             job = dg.reconstructable(reconstructable_job)
-            run = run_shown(job, instance, list(wanted), config, {DATA_DIR_TAG: name}, progress)
+            run = run_shown(job, instance, list(wanted), config, {DATA_DIR_TAG: name}, progress, settings)
             if run is None:  # created at the same moment as another run, which goes first
                 continue
             runs += 1

@@ -13,7 +13,6 @@ from rag_pipeline.defs.dagster_internals import failed_check, observation
 from rag_pipeline.defs.lineage import CONFIG, OUTPUTS, config_of, recorded
 from rag_pipeline.defs.outputs import damaged, elsewhere
 from rag_pipeline.defs.resources import DataStore
-from rag_pipeline.defs.runs import DATA_DIR_TAG
 
 SENSOR = "rag_automation"
 A = dg.AutomationCondition
@@ -174,15 +173,16 @@ def reasons(evaluation) -> list[str]:
     return held
 
 
-def automation_sensor(enabled: bool, data_dir: str) -> dg.AutomationConditionSensorDefinition:
-    """The one sensor that evaluates every condition (the daemon runs it every 30 s); its runs are
-    tagged with the data directory, so the run queue lets one of them at a time write it."""
+def automation_sensor(enabled: bool, tags: dict[str, str]) -> dg.AutomationConditionSensorDefinition:
+    """The one sensor that evaluates every condition (the daemon runs it every 30 s); its runs carry
+    `tags`: the data directory, so the run queue lets one of them at a time write it, and the shared
+    settings and code (`runs.settings_tags`)."""
     return dg.AutomationConditionSensorDefinition(
         SENSOR,
         use_user_code_server=True,  # `Unsynced` and `RetryLater` are this project's conditions
         target=dg.AssetSelection.all(include_sources=True) | dg.AssetSelection.all_asset_checks(),
         default_status=dg.DefaultSensorStatus.RUNNING if enabled else dg.DefaultSensorStatus.STOPPED,
-        run_tags={DATA_DIR_TAG: data_dir},
+        run_tags=tags,
         description="Observes the notes branch and the questions file every minute, checks every output "
         "at RAG_REINDEX_CRON, and runs whatever is missing, changed, broken or failed with all it reaches.",
     )

@@ -20,11 +20,12 @@ from dagster._core.definitions.data_version import (
 )
 from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
 from dagster._core.events import DagsterEvent
-from dagster._core.execution.api import execute_run
+from dagster._core.execution.api import create_execution_plan, execute_run
 from dagster._core.execution.context.system import PlanOrchestrationContext
 from dagster._core.execution.plan.plan import ExecutionPlan
 from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, WorkerStatus
 from dagster._core.remote_origin import ManagedGrpcPythonEnvCodeLocationOrigin, RemoteRepositoryOrigin
+from dagster._core.snap import snapshot_from_execution_plan
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
 from rag_pipeline.defs.runs import HOST_TAG, dead
@@ -82,22 +83,46 @@ def create_run(
     tags: dict[str, str],
 ) -> dg.DagsterRun:
     """A run of the reconstructable `job` materializing `keys`, created (not started) with the
-    origin of workspace.yaml's code location, so the UI can re-execute it. Gap: `dg.execute_job`
-    creates and starts at once, and gives the run no origin (the UI's *Re-execute* then fails)."""
+    origin of workspace.yaml's code location, so the UI can re-execute it, with the job's own checks
+    of those assets: a selection of assets alone adds every check of them, those the job leaves out
+    too (`outputs_intact`, whose steps Dagster names differently in each process that plans them, so
+    a step process of another executor ran another part of them and each run warned ~90 times).
+    Gap: `dg.execute_job` creates and starts at once, and gives the run no origin (the UI's
+    *Re-execute* then fails)."""
     definition = job.get_definition()
+    keys_set = frozenset(keys)
+    checks = frozenset(
+        c for c in definition.asset_layer.asset_graph.asset_check_keys if c.asset_key in keys_set
+    )
+    subset = definition.get_subset(asset_selection=keys_set, asset_check_selection=checks)
+    tags = {**definition.run_tags, **tags}  # the job's tags too, as a run of the UI gets them
+    ref = instance.get_ref() if instance.is_persistent else None
+    plan = create_execution_plan(subset, run_config=run_config, instance_ref=ref, tags=tags)
     target = LoadableTargetOrigin(
         executable_path=sys.executable, module_name="rag_pipeline.definitions", working_directory=os.getcwd()
     )
     location = ManagedGrpcPythonEnvCodeLocationOrigin(target)
-    return instance.create_run_for_job(
-        job_def=definition,
+    return instance.create_run(
+        job_name=definition.name,
+        run_id=None,
         run_config=run_config,
-        tags={**definition.run_tags, **tags},  # the job's tags too, as a run of the UI gets them
-        asset_selection=frozenset(keys),
-        job_code_origin=job.get_python_origin(),
+        status=None,
+        tags=tags,
+        root_run_id=None,
+        parent_run_id=None,
+        step_keys_to_execute=plan.step_keys_to_execute,
+        execution_plan_snapshot=snapshot_from_execution_plan(plan, subset.get_job_snapshot_id()),
+        job_snapshot=subset.get_job_snapshot(),
+        parent_job_snapshot=subset.get_parent_job_snapshot(),
+        asset_selection=keys_set,
+        asset_check_selection=checks,
+        resolved_op_selection=None,
+        op_selection=None,
         remote_job_origin=RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME).get_job_origin(
             definition.name
         ),
+        job_code_origin=job.get_python_origin(),
+        asset_graph=subset.asset_layer.asset_graph,
     )
 
 

@@ -8,13 +8,14 @@ import dagster as dg
 
 from rag_pipeline.settings import Settings, SettingsError
 
+VISIBILITY_MARGIN_S = 60  # beyond RAG_CELERY_TASK_TIMEOUT: a step's process starts and reports in it
 # RAG_EXECUTOR -> (module, the pyproject extra that installs it)
 EXTRAS = {"celery": ("dagster_celery", "celery"), "k8s": ("dagster_k8s", "k8s")}
 
 
 def executor_for(settings: Settings) -> dg.ExecutorDefinition:
-    """The job's executor. Celery's broker and backend come from RAG_CELERY_BROKER and
-    RAG_CELERY_BACKEND; k8s's image, namespace and the rest from the run launcher or run config."""
+    """The job's executor. Celery's config is `celery_config`'s; k8s's image, namespace and the rest
+    come from the run launcher or run config."""
     name = settings.executor
     if name == "in_process":
         # the steps are light glue around numpy and the in-process embedder: one process is
@@ -30,10 +31,36 @@ def executor_for(settings: Settings) -> dg.ExecutorDefinition:
             f"RAG_EXECUTOR={name} needs the {extra} extra: pip install -e '.[{extra}]'"
         ) from None
     if name == "celery":
-        return module.celery_executor.configured(
-            {"broker": settings.celery_broker, "backend": settings.celery_backend}
-        )
+        return module.celery_executor.configured(celery_config(settings))
     return module.k8s_job_executor
+
+
+def celery_config(settings: Settings) -> dict:
+    """The Celery executor's config: the run's, and its workers' `celery.yaml` (`make worker` writes
+    it with `python -m rag_pipeline.cli.celery_yaml`). A task is acknowledged once its step has
+    ended, not when a worker takes it: a worker killed with a step leaves the task in Redis, which
+    gives it to another worker when the visibility timeout has passed since its delivery; a step
+    process that dies puts its task back at once. A step runs at most RAG_CELERY_TASK_TIMEOUT
+    seconds, so no task still running is given out twice."""
+    from dagster_celery.defaults import broker_transport_options  # dagster-celery's retry policy
+
+    timeout = settings.celery_task_timeout
+    transport = broker_transport_options | {
+        "visibility_timeout": timeout + VISIBILITY_MARGIN_S,
+        # every 10 s a worker gives back what a lost one held (kombu's default: every 100 s)
+        "unacked_restore_interval": 10,
+        "unacked_restore_throttle": 1,
+    }
+    return {
+        "broker": settings.celery_broker,
+        "backend": settings.celery_backend,
+        "config_source": {
+            "task_acks_late": True,
+            "task_reject_on_worker_lost": True,
+            "task_time_limit": timeout,
+            "broker_transport_options": transport,
+        },
+    }
 
 
 def unreachable(settings: Settings) -> str | None:

@@ -17,19 +17,29 @@ Runs of separate instances (two machines, each its own `DAGSTER_HOME`) cannot se
 on an object-store data directory a run also holds the directory's lease (lib/core/lease.py) from
 its first step to its end, in the run's own process under every executor (`lease.leased`), and a run of
 another instance waits for it, saying for whom. A local data directory is kept by the instance alone.
+
+A run records the shared settings and the code it was started with (`SETTINGS_TAG`, `CODE_TAG`, from
+the definitions that create it); a process whose own differ (a Celery worker started with another
+`RAG_ANALYZER`, or from another checkout) refuses its steps (`refusal`) before writing anything.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 import dagster as dg
 
+from rag_pipeline.lib.core.fingerprint import PACKAGE_ROOT, package_fingerprint
 from rag_pipeline.lib.core.process import alive, this_host, this_process
+from rag_pipeline.settings import Settings, shared_default
 
 DATA_DIR_TAG = "rag/data_dir"
 HOST_TAG = "rag/host"
 PROCESS_TAG = "rag/process"  # `pid@start` of the process that executes the run
+SETTINGS_TAG = "rag/settings"  # the shared settings the run was started with (JSON), `Settings.shared`
+CODE_TAG = "rag/code"  # the fingerprint of the code it was started with
+ENDED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 STARTED_WORKER = "Started process for run (pid: "  # Dagster's line when a run worker starts
 ACTIVE = [
     dg.DagsterRunStatus.NOT_STARTED,
@@ -47,6 +57,35 @@ STEP_ENDS = {
 def data_dir_name(data_dir: str) -> str:
     """The tag value naming a data directory: a URL as given, a local path made absolute."""
     return data_dir if "://" in data_dir else os.path.abspath(data_dir)
+
+
+def settings_tags(settings: Settings) -> dict[str, str]:
+    """The tags that record `settings`' shared ones and this process's code in a run."""
+    return {SETTINGS_TAG: json.dumps(settings.shared(), sort_keys=True), CODE_TAG: package_fingerprint()}
+
+
+def refusal(run: dg.DagsterRun, own: dict[str, str]) -> str | None:
+    """Why a step of `run` must not run in this process, whose definitions carry the tags `own`
+    (`settings_tags`), in one line; None when it may. A run without the tags (`dg.materialize`)
+    records nothing to differ from."""
+    if run.status in ENDED or run.status == dg.DagsterRunStatus.CANCELING:
+        return f"run {run.run_id[:8]}… has ended ({run.status.value.lower()}): its step is not run"
+    if SETTINGS_TAG not in run.tags:
+        return None
+    if run.tags.get(CODE_TAG, own[CODE_TAG]) != own[CODE_TAG]:  # its settings may be other ones too
+        return (
+            f"the code here ({own[CODE_TAG]}, {PACKAGE_ROOT}) is not the run's ({run.tags[CODE_TAG]}): "
+            "run the launcher's checkout on this worker"
+        )
+    recorded, here = json.loads(run.tags[SETTINGS_TAG]), json.loads(own[SETTINGS_TAG])
+    differ = sorted(name for name in recorded.keys() | here.keys() if recorded.get(name) != here.get(name))
+    if not differ:
+        return None
+    values = "; ".join(
+        f"{name}={here.get(name, shared_default(name))} here, {recorded.get(name, shared_default(name))} in the run"
+        for name in differ
+    )
+    return f"{values}: start this worker with the run's settings (the launcher's RAG_* variables)"
 
 
 def here_tags() -> dict[str, str]:

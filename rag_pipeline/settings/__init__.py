@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from rag_pipeline.lib.embedding import EMBEDDERS
 from rag_pipeline.lib.questions import TEST_SHARE
 from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS
 from rag_pipeline.settings import parsers
+from rag_pipeline.settings.variables import OTHER_VARIABLES, Var, one_of, retries, shown, timeout, var
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
@@ -29,45 +30,11 @@ DEFAULT_DATA_DIR = PROJECT_ROOT / "data" / "build"
 DEFAULT_DAGSTER_HOME = (
     PROJECT_ROOT / "data" / "dagster_home"
 )  # the Makefile's; every CLI's without DAGSTER_HOME
-# `RAG_*` variables read elsewhere that are not settings: `make run`'s verbose switch, the
-# differential test's seed and number of steps, and where scripts/services.sh starts its servers
-OTHER_VARIABLES = frozenset(
-    {"RAG_VERBOSE", "RAG_DIFF_SEED", "RAG_DIFF_STEPS", "RAG_SERVICES_DIR", "RAG_REDIS_PORT", "RAG_PG_PORT"}
-)
 _warned: set[str] = set()  # the warnings this process has printed
 
 
 class SettingsError(ValueError):
     """A variable holds a value the pipeline cannot use."""
-
-
-@dataclass(frozen=True)
-class Var:
-    name: str
-    default: str
-    parse: Callable[[str], Any]
-    accepted: str
-
-
-def var(name: str, default: str, parse: Callable[[str], Any], accepted: str) -> Any:
-    """A setting: the variable that sets it, its default (as the variable would hold it), the parser
-    and what it accepts, in the error a bad value gives."""
-    return dataclasses.field(metadata={"var": Var(name, default, parse, accepted)})
-
-
-def timeout(name: str, default: str) -> Any:
-    """A server's timeout setting: seconds per request."""
-    return var(name, default, values.number(float, 0.001), "seconds per request, > 0")
-
-
-def retries(name: str) -> Any:
-    """How often a failed request to a server is tried again (default 4)."""
-    return var(name, "4", values.number(int, 0), "an integer >= 0")
-
-
-def one_of(name: str, default: str, *options: str) -> Any:
-    """A setting that is one of `options` (`a, b or c`, in the error a bad value gives)."""
-    return var(name, default, values.choice(*options), f"{', '.join(options[:-1])} or {options[-1]}")
 
 
 @dataclass(frozen=True)
@@ -86,6 +53,7 @@ class Settings:
         "20",
         values.number(int, 1),
         "how many choices a test split confirms before a warning",
+        shared=False,  # a warning's threshold
     )
     invalid_questions: str = one_of("RAG_INVALID_QUESTIONS", "fail", "fail", "skip")
     data_dir: str = var("RAG_DATA_DIR", str(DEFAULT_DATA_DIR), parsers.data_dir, "a directory")
@@ -107,8 +75,13 @@ class Settings:
     )
     embed_model: str = var("RAG_EMBED_MODEL", "", values.text, "the served model's name")
     embed_input_type: bool = var("RAG_EMBED_INPUT_TYPE", "off", values.flag, "on or off")
-    embed_batch_size: int = var("RAG_EMBED_BATCH_SIZE", "16", values.number(int, 1), "an integer >= 1")
-    embed_concurrency: int = var("RAG_EMBED_CONCURRENCY", "1", values.number(int, 1), "an integer >= 1")
+    # how fast or patiently vectors are fetched, no part of what they are (`FETCHING` in models.py)
+    embed_batch_size: int = var(
+        "RAG_EMBED_BATCH_SIZE", "16", values.number(int, 1), "an integer >= 1", shared=False
+    )
+    embed_concurrency: int = var(
+        "RAG_EMBED_CONCURRENCY", "1", values.number(int, 1), "an integer >= 1", shared=False
+    )
     embed_timeout: float = timeout("RAG_EMBED_TIMEOUT", "60")
     embed_retries: int = retries("RAG_EMBED_RETRIES")
     compare_embedders: tuple[str, ...] = var(
@@ -180,28 +153,60 @@ class Settings:
         values.text,
         "the branch the automation follows, the sensor and make run alike (default: RAG_NOTES_REF)",
     )
-    reindex: bool = var("RAG_REINDEX", "off", values.flag, "on or off")
-    reindex_cron: str = var("RAG_REINDEX_CRON", parsers.DEFAULT_CRON, parsers.cron, "a cron expression")
-    reindex_timezone: str = var("RAG_REINDEX_TIMEZONE", "UTC", values.timezone, "an IANA time zone")
+    # when runs start (the sensor and the schedule), not what they make
+    reindex: bool = var("RAG_REINDEX", "off", values.flag, "on or off", shared=False)
+    reindex_cron: str = var(
+        "RAG_REINDEX_CRON", parsers.DEFAULT_CRON, parsers.cron, "a cron expression", shared=False
+    )
+    reindex_timezone: str = var(
+        "RAG_REINDEX_TIMEZONE", "UTC", values.timezone, "an IANA time zone", shared=False
+    )
     retry_after: tuple[float, ...] = var(
         "RAG_RETRY_AFTER",
         "1,5,30",
         values.minutes,
         "minutes before the automation sensor retries a failed asset, after the 1st, 2nd, 3rd and later "
         "failures (a new input retries at once; `make run` always does); 0: at once",
+        shared=False,
     )
-    executor: str = one_of("RAG_EXECUTOR", "in_process", "in_process", "multiprocess", "celery", "k8s")
+    executor: str = one_of(
+        "RAG_EXECUTOR", "in_process", "in_process", "multiprocess", "celery", "k8s", shared=False
+    )  # where steps run; a worker need not name it
+    redis_port: int = var(
+        "RAG_REDIS_PORT",
+        "6379",
+        values.number(int, 1),
+        "the port of `make services`' Redis, which the Celery URLs name by default",
+        shared=False,
+    )
     celery_broker: str = var(
         "RAG_CELERY_BROKER",
-        "redis://127.0.0.1:6379/0",
+        "redis://127.0.0.1:{RAG_REDIS_PORT}/0",
         values.text,
         "the Celery broker's URL (RAG_EXECUTOR=celery)",
+        shared=False,
     )
     celery_backend: str = var(
-        "RAG_CELERY_BACKEND", "redis://127.0.0.1:6379/1", values.text, "the Celery result backend's URL"
+        "RAG_CELERY_BACKEND",
+        "redis://127.0.0.1:{RAG_REDIS_PORT}/1",
+        values.text,
+        "the Celery result backend's URL",
+        shared=False,
+    )
+    celery_task_timeout: float = var(
+        "RAG_CELERY_TASK_TIMEOUT",
+        "3600",
+        values.number(float, 10.0),
+        "seconds a step may run on a Celery worker before it is stopped and failed; a worker lost with "
+        "its step is noticed after this plus a minute, and the step runs again on another worker",
+        shared=False,
     )
     run_tags: tuple[tuple[str, str], ...] = var(
-        "RAG_RUN_TAGS", "", values.tags, "comma-separated key=value tags every run of the job carries"
+        "RAG_RUN_TAGS",
+        "",
+        values.tags,
+        "comma-separated key=value tags every run of the job carries",
+        shared=False,
     )
     ann_min_rows: int = var(
         "RAG_ANN_MIN_ROWS", "5000", values.number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
@@ -214,25 +219,40 @@ class Settings:
             if line not in _warned:
                 _warned.add(line)
                 print(line, file=sys.stderr)
-        values = {}
-        for name, var in VARS.items():
-            raw = env.get(var.name) or var.default
+        values, raws = {}, {}
+        for name, declared in VARS.items():
+            raw = raws[declared.name] = env.get(declared.name) or declared.default.format_map(raws)
             try:
-                values[name] = var.parse(raw)
+                values[name] = declared.parse(raw)
             except (ValueError, TypeError) as exc:
                 detail = f" ({exc})" if str(exc) else ""
                 raise SettingsError(
-                    f"{var.name}={raw!r} is not valid: expected {var.accepted}{detail}"
+                    f"{declared.name}={raw!r} is not valid: expected {declared.accepted}{detail}"
                 ) from None
         return cls(**values)
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
 
+    def shared(self) -> dict[str, str]:
+        """The shared settings (`Var.shared`) that differ from their defaults, by variable, as text:
+        what a run records and every process running one of its steps must hold too. Not the data
+        directory: the run names it (`rag/data_dir`), and every step writes there."""
+        return {
+            declared.name: shown(getattr(self, name))
+            for name, declared in VARS.items()
+            if declared.shared and name != "data_dir" and getattr(self, name) != getattr(DEFAULTS, name)
+        }
+
     def path_variables(self) -> dict[str, str]:
         """The path-valued variables that are set, as the absolute paths read here: the environment
         of a process started in another directory, so it reads the same files."""
         return {VARS[f].name: getattr(self, f) for f in PATH_FIELDS if getattr(self, f)}
+
+
+def shared_default(variable: str) -> str:
+    """The default of the shared setting `variable`, as `shared` shows values."""
+    return next(shown(getattr(DEFAULTS, n)) for n, declared in VARS.items() if declared.name == variable)
 
 
 VARS: dict[str, Var] = {f.name: f.metadata["var"] for f in dataclasses.fields(Settings)}
@@ -242,7 +262,7 @@ PATH_FIELDS = ("notes_repo", "questions", "data_dir", "strategy_file", "judge_la
 def unknown_variables(env: Mapping[str, str]) -> list[str]:
     """A warning line for each `RAG_*` variable in `env` that is neither a setting nor one of
     `OTHER_VARIABLES`, naming the closest setting."""
-    known = {var.name for var in VARS.values()}
+    known = {declared.name for declared in VARS.values()}
     read = known | OTHER_VARIABLES
     lines = []
     for name in sorted(env):

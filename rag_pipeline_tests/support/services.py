@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 from rag_pipeline.settings import PROJECT_ROOT
@@ -77,11 +77,17 @@ def worker(name: str, env: dict[str, str], log: Path) -> Iterator[subprocess.Pop
             time.sleep(0.5)
         yield process
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        stop(process, signal.SIGTERM)
         try:
             process.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            stop(process, signal.SIGKILL)
+
+
+def stop(process: subprocess.Popen, how: int) -> None:
+    """Signal a worker with the Celery processes it started (its group), if any is left."""
+    with suppress(ProcessLookupError):  # killed already (a test of a lost worker)
+        os.killpg(process.pid, how)
 
 
 @contextmanager

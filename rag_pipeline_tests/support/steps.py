@@ -45,6 +45,16 @@ def step_spans(instance: dg.DagsterInstance, run_id: str) -> list[Span]:
     return spans
 
 
+def started_on(instance: dg.DagsterInstance, run_id: str) -> dict[str, str]:
+    """The worker each step of the run was started on last (dagster-celery's engine event names it)."""
+    found = {}
+    for record in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT).records:
+        metadata = record.event_log_entry.dagster_event.engine_event_data.metadata or {}
+        if "Celery worker" in metadata:
+            found[record.event_log_entry.step_key] = metadata["Celery worker"].value
+    return found
+
+
 def side_by_side(spans: list[Span]) -> float:
     """The share of the lane steps' time during which another lane step ran too (0: one at a time)."""
     lanes = [s for s in spans if s.lane]

@@ -8,9 +8,11 @@ from pathlib import Path
 import dagster as dg
 import git
 import pandas as pd
+from pydantic import PrivateAttr
 
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
+from rag_pipeline.defs.runs import DATA_DIR_TAG, refusal, settings_tags
 from rag_pipeline.lib.core import AnyPath, Location, location, read_frame, write_frame
 from rag_pipeline.lib.questions import Question, load_questions, questions_bytes
 from rag_pipeline.lib.sources import (
@@ -24,23 +26,45 @@ from rag_pipeline.lib.sources import (
     resolve_commit,
     would_sync,
 )
-from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO
+from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_REPO, Settings, SettingsError
 
 
 class DataStore(FromSettings):
-    """The data directory every output goes under: a local path or an `s3://bucket/prefix` URL."""
+    """The data directory every output goes under: a local path or an `s3://bucket/prefix` URL.
+
+    In a run it is the one the run names (`DATA_DIR_TAG`), whatever this process's `RAG_DATA_DIR`
+    (a Celery worker's, say), and a process whose shared settings or code are not the run's (`own`,
+    the tags of the definitions it was built from) refuses the run's steps before any is written."""
 
     data_dir: str = setting("data_dir")
+    own: dg.ResourceDependency[dict]  # `runs.settings_tags` of the settings that built it
+    _run_dir: str | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **resources: object) -> "DataStore":
+        own = dg.ResourceDefinition.hardcoded_resource(settings_tags(settings))  # not config: no run sets it
+        return super().from_settings(settings, own=own, **resources)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        run = context.run
+        if run is None:
+            return
+        if problem := refusal(run, self.own):
+            raise SettingsError(problem)
+        self._run_dir = run.tags.get(DATA_DIR_TAG)
+
+    def root(self) -> str:
+        return self._run_dir or self.data_dir
 
     def path(self, *parts: str) -> AnyPath:
-        return location(self.data_dir).joinpath(*parts)
+        return location(self.root()).joinpath(*parts)
 
     def local(self, *parts: str) -> Path:
         """Under the data directory when it is local; else under a local cache of this machine (git
         mirrors need a real disk)."""
-        root = location(self.data_dir)
+        root = location(self.root())
         if isinstance(root, Location):
-            digest = hashlib.sha256(self.data_dir.encode()).hexdigest()[:16]
+            digest = hashlib.sha256(self.root().encode()).hexdigest()[:16]
             root = Path(tempfile.gettempdir()) / "rag-pipeline-cache" / digest
         return root.joinpath(*parts)
 

@@ -224,3 +224,18 @@ def fingerprint(objects: Iterable[object]) -> str:
     for key in sorted(seen):
         digest.update(f"{key}\x1f{seen[key]}\x1e".encode())
     return digest.hexdigest()[:16]
+
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # rag_pipeline/
+
+
+@functools.cache
+def package_fingerprint(root: Path = PACKAGE_ROOT) -> str:
+    """The digest of every source file of the package at `root` (this one: `rag_pipeline/`), by
+    path within it and bytes: which code a process runs, the same on every machine with the same
+    checkout wherever it lies."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(f"{path.relative_to(root).as_posix()}\x1f".encode())
+        digest.update(path.read_bytes() + b"\x1e")
+    return digest.hexdigest()[:16]
