@@ -162,8 +162,10 @@ def faulted(env: dict, home: Path, rng: random.Random, instance, llm) -> str:
     if kind == "kill":
         return killed_run(env, home, rng, instance)
     data = Path(env["RAG_DATA_DIR"])
+    # the definitions first: built under the patched writer, their code versions would name it
+    defs = project_definitions(env)
     with outage(llm) if kind == "outage" else failing_writes(data, folder, disk=kind == "disk"):
-        _, result = make_run(project_definitions(env), instance)
+        _, result = make_run(defs, instance)
     what = kind if kind == "outage" else f"{kind} writing {folder}/"
     return what + (" (not reached)" if result is None or result.success else "")
 
