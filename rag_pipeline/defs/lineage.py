@@ -24,6 +24,7 @@ import dagster as dg
 
 from rag_pipeline.defs.dagster_internals import latest_data_version
 from rag_pipeline.defs.outputs import damaged, elsewhere, outputs
+from rag_pipeline.defs.runs import ended
 
 CONFIG = "config_version"
 OUTPUTS = "outputs"
@@ -51,6 +52,10 @@ WORK = (
     "notes_unchanged",
     "chunks_reused",
 )
+
+
+class RunEndedError(RuntimeError):
+    """A step of a run that has ended started (queued on a worker before the run was marked failed)."""
 
 
 def config_digest(*parts: object) -> str:
@@ -230,6 +235,8 @@ def memoized(
     def wrap(body: Callable[..., dg.MaterializeResult]) -> Callable[..., dg.MaterializeResult]:
         @functools.wraps(body)
         def step(context: dg.AssetExecutionContext, **resources: object) -> dg.MaterializeResult:
+            if (problem := ended(context.instance.get_run_by_id(context.run_id) or context.run)) is not None:
+                raise RunEndedError(problem)
             settings, read = given(config, resources), given(external, resources)
             if (kept := reuse(context, settings, read)) is not None:
                 return kept

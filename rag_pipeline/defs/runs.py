@@ -64,12 +64,19 @@ def settings_tags(settings: Settings) -> dict[str, str]:
     return {SETTINGS_TAG: json.dumps(settings.shared(), sort_keys=True), CODE_TAG: package_fingerprint()}
 
 
+def ended(run: dg.DagsterRun) -> str | None:
+    """Why a step of `run` must not start now, in one line: the run has ended, marked failed or
+    canceled (a step queued on a worker before that, or delivered again); None while it runs. Asked
+    as a step starts, not as resources are made: a run's result makes them again once it ended."""
+    if run.status in ENDED or run.status == dg.DagsterRunStatus.CANCELING:
+        return f"run {run.run_id[:8]}… has ended ({run.status.value.lower()}): its step is not run"
+    return None
+
+
 def refusal(run: dg.DagsterRun, own: dict[str, str]) -> str | None:
     """Why a step of `run` must not run in this process, whose definitions carry the tags `own`
     (`settings_tags`), in one line; None when it may. A run without the tags (`dg.materialize`)
     records nothing to differ from."""
-    if run.status in ENDED or run.status == dg.DagsterRunStatus.CANCELING:
-        return f"run {run.run_id[:8]}… has ended ({run.status.value.lower()}): its step is not run"
     if SETTINGS_TAG not in run.tags:
         return None
     if run.tags.get(CODE_TAG, own[CODE_TAG]) != own[CODE_TAG]:  # its settings may be other ones too

@@ -16,7 +16,7 @@ from rag_pipeline.cli import celery_yaml
 from rag_pipeline.cli.progress import Progress, user_message
 from rag_pipeline.defs.executors import VISIBILITY_MARGIN_S, celery_config
 from rag_pipeline.defs.lanes import SOURCE_NOTES
-from rag_pipeline.defs.runs import CODE_TAG, SETTINGS_TAG, refusal, settings_tags
+from rag_pipeline.defs.runs import CODE_TAG, SETTINGS_TAG, ended, refusal, settings_tags
 from rag_pipeline.settings import VARS, Settings
 from rag_pipeline_tests.support.runs import project_definitions
 
@@ -94,8 +94,11 @@ def test_other_code_and_an_ended_run_are_refused():
     assert refusal(other_code, own).endswith(
         "is not the run's (0123456789abcdef): run the launcher's checkout on this worker"
     )
-    ended = dg.DagsterRun(job_name="j", run_id="1234abcd-0000", status=dg.DagsterRunStatus.FAILURE, tags=own)
-    assert refusal(ended, own) == "run 1234abcd… has ended (failure): its step is not run"
+    failed = dg.DagsterRun(job_name="j", run_id="1234abcd-0000", status=dg.DagsterRunStatus.FAILURE, tags=own)
+    assert ended(failed) == "run 1234abcd… has ended (failure): its step is not run"
+    assert ended(dg.DagsterRun(job_name="j", status=dg.DagsterRunStatus.STARTED, tags=own)) is None
+    # its settings and code are this process's: its result may make its resources again once it ended
+    assert refusal(failed, own) is None
     assert refusal(dg.DagsterRun(job_name="j", tags=own), own) is None
     assert refusal(dg.DagsterRun(job_name="j"), own) is None  # `dg.materialize`: nothing recorded
 
