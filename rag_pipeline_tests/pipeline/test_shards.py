@@ -42,18 +42,21 @@ def test_shards_embed_side_by_side_and_give_the_reports_of_one_step(tmp_path, mo
         "RAG_EMBED_BATCH_SIZE": "8",
     }
     (tmp_path / "home").mkdir()
-    with dg.DagsterInstance.local_temp(str(tmp_path / "home")) as instance:
+    with (
+        dg.DagsterInstance.local_temp(str(tmp_path / "home")) as instance,
+        FakeOpenAIEmbeddings(delay=1.0) as server,  # one URL: the server is part of the vectors' lineage
+    ):
         most = {}
         for shards in (1, 4):
-            with FakeOpenAIEmbeddings(delay=1.0) as server:
-                data = tmp_path / f"shards-{shards}"
-                build(
-                    monkeypatch,
-                    env | openai_env(server) | {"RAG_SHARDS": str(shards), "RAG_DATA_DIR": str(data)},
-                    instance,
-                )
-                passages = set(pd.read_parquet(data / "chunks" / "section.parquet")["text"])
-                most[shards] = most_at_once(server.spans, passages)
+            data = tmp_path / f"shards-{shards}"
+            server.spans.clear()
+            build(
+                monkeypatch,
+                env | openai_env(server) | {"RAG_SHARDS": str(shards), "RAG_DATA_DIR": str(data)},
+                instance,
+            )
+            passages = set(pd.read_parquet(data / "chunks" / "section.parquet")["text"])
+            most[shards] = most_at_once(server.spans, passages)
         assert most[1] == 1 and most[4] >= 2, most
         assert_same_reports(tmp_path / "shards-4" / "reports", tmp_path / "shards-1" / "reports")
         for name in ("evaluation_summary", "question_ranks"):
@@ -64,10 +67,10 @@ def test_shards_embed_side_by_side_and_give_the_reports_of_one_step(tmp_path, mo
 
         text = (tmp_path / "notes" / NOTE).read_text(encoding="utf-8")
         commit_files(repo, {NOTE: text + ADDED}, "a one-note edit")
-        with FakeOpenAIEmbeddings() as server:
-            env4 = env | openai_env(server) | {"RAG_SHARDS": "4", "RAG_DATA_DIR": str(tmp_path / "shards-4")}
-            done, reused = done_and_reused(build(monkeypatch, env4, instance))
-            chunks = pd.read_parquet(tmp_path / "shards-4" / "chunks" / "section.parquet")
+        server.delay, server.texts = 0.0, []
+        env4 = env | openai_env(server) | {"RAG_SHARDS": "4", "RAG_DATA_DIR": str(tmp_path / "shards-4")}
+        done, reused = done_and_reused(build(monkeypatch, env4, instance))
+        chunks = pd.read_parquet(tmp_path / "shards-4" / "chunks" / "section.parquet")
     # the passages sent are new texts of the edited note (the questions' vectors are all kept)
     edited = chunks[chunks["note"] == "cache-stampede"]
     sent = [text for text in server.texts if text != "probe"]  # each step's process asks its identity
