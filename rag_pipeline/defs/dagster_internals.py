@@ -104,20 +104,18 @@ def create_run(
     location = ManagedGrpcPythonEnvCodeLocationOrigin(target)
     return instance.create_run(
         job_name=definition.name,
-        run_id=None,
         run_config=run_config,
-        status=None,
         tags=tags,
-        root_run_id=None,
-        parent_run_id=None,
         step_keys_to_execute=plan.step_keys_to_execute,
         execution_plan_snapshot=snapshot_from_execution_plan(plan, subset.get_job_snapshot_id()),
         job_snapshot=subset.get_job_snapshot(),
         parent_job_snapshot=subset.get_parent_job_snapshot(),
         asset_selection=keys_set,
         asset_check_selection=checks,
-        resolved_op_selection=None,
-        op_selection=None,
+        # a new run: no id, status, parent or op selection of its own
+        **dict.fromkeys(
+            ("run_id", "status", "root_run_id", "parent_run_id", "resolved_op_selection", "op_selection")
+        ),
         remote_job_origin=RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME).get_job_origin(
             definition.name
         ),
