@@ -14,7 +14,7 @@ from rag_pipeline.defs.io import forward_logs
 from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.core import content_version
+from rag_pipeline.lib.core import VERSION_FILE, content_version
 from rag_pipeline.lib.embedding import Passages, passage_hashes, progress_reporter
 from rag_pipeline.lib.embedding.lanefile import BUCKETS, LaneWriter, bucket_paths
 
@@ -82,6 +82,10 @@ def embeddings_shard_asset(
                 "embed_seconds": round(time.monotonic() - started, 3) if embedded else 0.0,
                 "vectors_reused": len(texts) - embedded,
             },
+            # the store it filled, recorded so that a shard made in another data directory (one
+            # instance, RAG_DATA_DIR changed) or whose store was deleted is embedded again by its own
+            # step, not left to the lane's one step
+            files=[embedder.vector_store().dir / VERSION_FILE],
         )
 
     return _shard

@@ -15,7 +15,13 @@ from rag_pipeline.lib.sources import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS
 from rag_pipeline_tests.fakes.openai_embed import FakeOpenAIEmbeddings, most_at_once, openai_env
 from rag_pipeline_tests.support.repos import commit_files
-from rag_pipeline_tests.support.runs import assert_same_reports, done_and_reused, forget_reconstructed_jobs
+from rag_pipeline_tests.support.runs import (
+    assert_same_reports,
+    done_and_reused,
+    forget_reconstructed_jobs,
+    materialization_metadata,
+    run_all,
+)
 
 NOTE = "content/notes/caching/cache-stampede/index.md"
 ADDED = "\n\n## 追記\n\nロックの期限が切れると、待っていた全員が一度にオリジンへ向かいます。\n"
@@ -78,3 +84,17 @@ def test_shards_embed_side_by_side_and_give_the_reports_of_one_step(tmp_path, mo
     (shard,) = set(note_buckets(edited["note"].tolist(), 4).tolist())
     others = {f"embeddings_section_shard_{k}" for k in range(4) if k != shard}
     assert f"embeddings_section_shard_{shard}" in done and others <= reused, (done, reused)
+
+
+def test_a_shard_made_in_another_data_directory_is_embedded_again_by_its_own_step(small_env, tmp_path):
+    """One instance, two data directories (a cluster's shared Postgres, RAG_DATA_DIR changed): the
+    shards' vectors are in the first directory's store, so in the second each shard's step embeds
+    its own texts, side by side, rather than leaving every text to the lane's one step."""
+    env = small_env | {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense", "RAG_SHARDS": "2"}
+    instance = dg.DagsterInstance.ephemeral()
+    for data in ("first", "second"):
+        result = run_all(env | {"RAG_DATA_DIR": str(tmp_path / data)}, instance=instance)
+        shards = [materialization_metadata(result, f"embeddings_section_shard_{k}") for k in range(2)]
+        assert all("reused" not in m for m in shards), shards
+        assert sum(m["texts_embedded"] for m in shards) > 0
+        assert materialization_metadata(result, "embeddings_section")["texts_embedded"] == 0

@@ -18,7 +18,7 @@ from rag_pipeline.lib.core.localfile import DiskFullError
 from rag_pipeline.lib.core.locks import DirectoryLock
 from rag_pipeline.lib.core.names import closest, edit_distance, fold
 from rag_pipeline.lib.core.publish import publish_directory
-from rag_pipeline.lib.core.segments import SegmentStore, text_hash, version_dir, version_key
+from rag_pipeline.lib.core.segments import VERSION_FILE, SegmentStore, text_hash, version_dir, version_key
 from rag_pipeline.lib.core.storage import (
     AnyPath,
     Location,
@@ -46,6 +46,7 @@ __all__ = [
     "SENTENCE_END",
     "SENTENCE_SPLIT",
     "UNAUTHORIZED",
+    "VERSION_FILE",
     "AnyPath",
     "DirectoryLock",
     "DiskFullError",

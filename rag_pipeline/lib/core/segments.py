@@ -44,12 +44,15 @@ def version_key(version: str) -> str:
     return hashlib.sha256(version.encode()).hexdigest()[:16]
 
 
+VERSION_FILE = "version.json"  # a store version's description, in its folder
+
+
 def version_dir(root: str | AnyPath, version: str, manifest: dict) -> AnyPath:
     """The folder of one version of a store under `root` (`version_key(version)`), with the full
-    description in its `version.json`, written once."""
+    description in its `VERSION_FILE`, written once."""
     directory = as_path(root) / version_key(version)
-    if not (directory / "version.json").exists():
-        write_bytes(json.dumps(manifest, indent=1).encode(), directory / "version.json")
+    if not (directory / VERSION_FILE).exists():
+        write_bytes(json.dumps(manifest, indent=1).encode(), directory / VERSION_FILE)
     return directory
 
 
