@@ -22,9 +22,10 @@ print(json.dumps({k.to_user_string(): graph.get(k).code_version for k in graph.m
 """
 
 
-def code_versions(root: Path, seed: str = "0") -> dict[str, str]:
+def code_versions(root: Path, seed: str = "0", first: str = "") -> dict[str, str]:
+    """Each asset's code version in a new process, which runs `first` before it loads the definitions."""
     shown = subprocess.run(
-        [sys.executable, "-c", SHOW],
+        [sys.executable, "-c", first + SHOW],
         cwd=root,
         env=os.environ | {"PYTHONPATH": str(root), "PYTHONHASHSEED": seed},
         capture_output=True,
@@ -66,3 +67,12 @@ def test_the_code_versions_are_those_of_every_process():
     one module once shared a name, and which one the fingerprint read changed from run to run."""
     root = PACKAGE.parent
     assert code_versions(root, "1") == code_versions(root, "2") == code_versions(root, "3")
+
+
+def test_the_code_versions_are_those_of_dagsters_own_processes():
+    """Dagster's code server and daemon make structlog's logger class the default before they load the
+    definitions: a module's logger, once named by its class, gave the webserver other code versions
+    than `make run`'s (the UI showed every embeddings asset unsynced after a build)."""
+    root = PACKAGE.parent
+    structlog_first = "import structlog\nstructlog.stdlib.LoggerFactory()\n"
+    assert code_versions(root, first=structlog_first) == code_versions(root)

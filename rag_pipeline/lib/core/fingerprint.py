@@ -10,11 +10,14 @@ from __future__ import annotations
 import ast
 import atexit
 import dataclasses
+import datetime
 import functools
 import hashlib
 import inspect
 import json
+import logging
 import os
+import re
 import sys
 import tempfile
 import textwrap
@@ -199,6 +202,21 @@ def expand(value: object, named: list[object], depth: int = 0) -> str:
         return f"{expand(type(value), named, depth + 1)}({', '.join(fields)})"
     if isinstance(value, types.ModuleType):
         return value.__name__
+    return foreign(value)
+
+
+def foreign(value: object) -> str:
+    """A library's function, class or value in a fingerprint: a value by what it holds where that is
+    the same in every process and on every machine (a pattern, a duration, a pyarrow schema or type),
+    a logger by its name (its class follows what the process imported: Dagster's code server and
+    daemon set structlog's, so a logger named by its type gave them other code versions than `make
+    run`), anything else by its type's name (a path's value would name the checkout's place)."""
+    if isinstance(value, logging.Logger):
+        return f"logging.Logger({value.name!r})"
+    if isinstance(value, re.Pattern):
+        return f"re.compile({value.pattern!r}, {int(value.flags)})"
+    if isinstance(value, (datetime.timedelta, datetime.timezone)) or type(value).__module__ == "pyarrow.lib":
+        return repr(value)
     kind = value if inspect.isclass(value) or callable(value) else type(value)
     return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
 
