@@ -5,11 +5,10 @@ indexes each segment by reading its `text_hash` column alone, and reads only the
 holding the rows asked for. Compaction folds segments of similar size into one (size-tiered, so
 frequent small flushes stay cheap) and never touches segments past `merge_bytes`.
 
-Processes on several machines may write and compact one store at once, with no lock: a merged
-segment names the segments it replaces in its footer, and every index leaves them out from then on;
-a compaction `retire_seconds` later deletes them, so whoever indexed them keeps reading them (and
-then indexes the store again). A merge deletes nothing: two merges of one tier leave duplicates.
-"""
+Processes on several machines may write and compact one store at once, with no lock: a merged segment
+names the segments it replaces in its footer, and every index leaves them out from then on; a
+compaction `retire_seconds` later deletes them, so whoever indexed them keeps reading them (and then
+indexes the store again). A merge deletes nothing: two merges of one tier leave duplicates."""
 
 from __future__ import annotations
 
@@ -37,14 +36,12 @@ from rag_pipeline.lib.core.storage import (
 
 KEY = "S32"  # text hashes are 32 hex characters
 REPLACES = b"replaces"  # footer key of a merged segment: the names of the segments it holds
+VERSION_FILE = "version.json"  # a store version's description, in its folder
 
 
 def version_key(version: str) -> str:
-    """A short folder name for a version string (the full string is kept in version.json)."""
+    """A short folder name for a version string (the full string is kept in `VERSION_FILE`)."""
     return hashlib.sha256(version.encode()).hexdigest()[:16]
-
-
-VERSION_FILE = "version.json"  # a store version's description, in its folder
 
 
 def version_dir(root: str | AnyPath, version: str, manifest: dict) -> AnyPath:
@@ -128,8 +125,8 @@ class Segment:
 class SegmentStore:
     FANOUT = 8  # segments of one size tier folded into one: a row is rewritten about log8(n) times
     merge_bytes = 32 << 20  # a segment this large is never merged again: bounds a merge's memory
-    # how long a replaced segment stays readable: past any reader's index, the longest step, and
-    # the clocks' skew between machines (a reader later than that indexes the store again)
+    # how long a replaced segment stays readable: past any reader's index, the longest step and the
+    # machines' clock skew (a later reader indexes the store again)
     retire_seconds = 30 * 60
     row_group_size = 2048
     dictionary_columns: tuple[str, ...] = ()  # read as dictionary arrays
