@@ -11,11 +11,16 @@ from rag_pipeline.lib.core import fingerprint as fp
 
 BASE = {
     "helpers.py": '''
+        import re
+
         LIMIT = 3
+        _WORD = re.compile(r"\\w+")
+        _SEEN = {}
 
         def clip(values):
             """Keep the first few."""
-            return values[:LIMIT]
+            _SEEN[len(values)] = True
+            return [v for v in values[:LIMIT] if _WORD.match(str(v))]
     ''',
     "main.py": """
         from functools import partial
@@ -59,14 +64,18 @@ def prints(main) -> dict[str, str]:
 def test_comments_docstrings_and_layout_change_nothing(load):
     before = prints(load())
     helpers = """
+        import re
         LIMIT = (
             3
         )
+        _WORD = re.compile( r"\\w+" )  # a comment
+        _SEEN = {}
 
         def clip(values):
             # why: a comment
             \"\"\"Keep a few.\"\"\"
-            return values[ : LIMIT ]
+            _SEEN[ len(values) ] = True
+            return [v for v in values[ : LIMIT ] if _WORD.match(str(v))]
     """
     assert prints(load(**{"helpers.py": helpers})) == before
 
@@ -76,6 +85,7 @@ def test_a_change_in_called_code_or_a_constant_changes_its_callers_only(load):
     for helpers in (
         BASE["helpers.py"].replace("LIMIT = 3", "LIMIT = 4"),
         BASE["helpers.py"].replace("values[:LIMIT]", "values[:LIMIT][::-1]"),
+        BASE["helpers.py"].replace('r"\\w+"', 'r"\\d+"'),  # a private pattern is logic
     ):
         after = prints(load(**{"helpers.py": helpers}))
         assert {n for n in before if before[n] != after[n]} == {"score", "TABLE", "SCORED"}
@@ -85,3 +95,10 @@ def test_code_outside_the_project_is_named_not_read(load):
     main = load()
     assert fp.fingerprint([main.score]) == fp.fingerprint([main.score])
     assert fp.fingerprint([main.partial]) != fp.fingerprint([main.score])
+
+
+def test_a_private_cache_filled_as_the_process_runs_is_not_logic(load):
+    main = load()
+    before = prints(main)
+    main.helpers._SEEN[99] = "filled"
+    assert prints(main) == before

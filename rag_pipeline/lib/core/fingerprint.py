@@ -153,8 +153,19 @@ def code(value: object) -> object:
 
 def wanted(name: str, value: object) -> bool:
     """Whether a global is part of the logic: not a module (followed by its attributes) and not a
-    module's private state, such as a cache filled as the process runs."""
-    return not isinstance(value, types.ModuleType) and (callable(value) or not name.startswith("_"))
+    module's private state, such as a cache filled as the process runs; a private value that cannot
+    change (`_FENCE`, a pattern) is logic."""
+    if isinstance(value, types.ModuleType):
+        return False
+    return callable(value) or not name.startswith("_") or constant(value)
+
+
+def constant(value: object) -> bool:
+    """Whether `value` cannot change as the process runs: a plain value, a pattern, a duration, or a
+    tuple or frozenset of them."""
+    if isinstance(value, (*PLAIN, re.Pattern, datetime.timedelta, datetime.timezone)):
+        return True
+    return isinstance(value, (tuple, frozenset)) and all(constant(v) for v in value)
 
 
 def _filled(cell: types.CellType) -> bool:
