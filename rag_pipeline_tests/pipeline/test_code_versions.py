@@ -76,3 +76,11 @@ def test_the_code_versions_are_those_of_dagsters_own_processes():
     root = PACKAGE.parent
     structlog_first = "import structlog\nstructlog.stdlib.LoggerFactory()\n"
     assert code_versions(root, first=structlog_first) == code_versions(root)
+
+
+def test_the_code_versions_are_those_of_a_checkout_elsewhere(tmp_path):
+    """Not of where the checkout lies (two machines, or a clone moved): a setting's default path in
+    it, and a module's `__file__`, once gave every asset a code version of its own per place."""
+    root = tmp_path / "elsewhere"
+    shutil.copytree(PACKAGE, root / "rag_pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    assert code_versions(root) == code_versions(PACKAGE.parent)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 PROJECT = "rag_pipeline."
+CHECKOUT = str(Path(__file__).resolve().parents[3])  # the folder that holds rag_pipeline/
 PLAIN = (str, int, float, bool, bytes, type(None))
 
 
@@ -155,7 +156,7 @@ def wanted(name: str, value: object) -> bool:
     """Whether a global is part of the logic: not a module (followed by its attributes) and not a
     module's private state, such as a cache filled as the process runs; a private value that cannot
     change (`_FENCE`, a pattern) is logic."""
-    if isinstance(value, types.ModuleType):
+    if isinstance(value, types.ModuleType) or name.startswith("__"):  # `__file__` names no logic
         return False
     return callable(value) or not name.startswith("_") or constant(value)
 
@@ -190,6 +191,8 @@ def expand(value: object, named: list[object], depth: int = 0) -> str:
     project by what it holds; anything else by its type's name."""
     if depth > 20:
         return "..."
+    if isinstance(value, str):  # a path in the checkout (a setting's default) names no place
+        return repr(value.replace(CHECKOUT, "<checkout>"))
     if isinstance(value, PLAIN):
         return repr(value)
     if (inspect.isfunction(value) or inspect.isclass(value)) and ours(value):
