@@ -28,6 +28,8 @@ from pathlib import Path
 PROJECT = "rag_pipeline."
 CHECKOUT = str(Path(__file__).resolve().parents[3])  # the folder that holds rag_pipeline/
 PLAIN = (str, int, float, bool, bytes, type(None))
+# values of the standard library that hold no state and read the same in every process
+STEADY = (re.Pattern, datetime.timedelta, datetime.timezone)
 
 
 def canonical(source: str) -> str:
@@ -164,7 +166,7 @@ def wanted(name: str, value: object) -> bool:
 def constant(value: object) -> bool:
     """Whether `value` cannot change as the process runs: a plain value, a pattern, a duration, or a
     tuple or frozenset of them."""
-    if isinstance(value, (*PLAIN, re.Pattern, datetime.timedelta, datetime.timezone)):
+    if isinstance(value, (*PLAIN, *STEADY)):
         return True
     return isinstance(value, (tuple, frozenset)) and all(constant(v) for v in value)
 
@@ -229,7 +231,7 @@ def foreign(value: object) -> str:
         return f"logging.Logger({value.name!r})"
     if isinstance(value, re.Pattern):
         return f"re.compile({value.pattern!r}, {int(value.flags)})"
-    if isinstance(value, (datetime.timedelta, datetime.timezone)) or type(value).__module__ == "pyarrow.lib":
+    if isinstance(value, STEADY) or type(value).__module__ == "pyarrow.lib":
         return repr(value)
     kind = value if inspect.isclass(value) or callable(value) else type(value)
     return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
