@@ -1,6 +1,6 @@
 """The import structure: no circle between modules, and no import from a lower layer to a higher one.
 
-Layers, lowest first: the lib packages in stage order (core ... serving, release), then `settings`, then
+Layers, lowest first: the lib packages in stage order (core ... serving, release, asks), then `settings`, then
 `defs`, then `definitions`, then the command-line modules. `lib` imports no Dagster; LanceDB is imported
 behind the served-store seam only."""
 
@@ -23,6 +23,7 @@ LIB = [
     "judging",
     "serving",
     "release",
+    "asks",
 ]
 TOP = ["settings", "defs", "definitions"]
 

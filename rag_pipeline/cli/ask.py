@@ -9,18 +9,21 @@ note and no question; 1 when the embedding or chat server fails."""
 import argparse
 import os
 import sys
+import time
 
 import pyarrow.compute as pc
 
+from rag_pipeline.cli.asks import keep
 from rag_pipeline.lib.answers import LLMError, make_prompt, parse_reply
 from rag_pipeline.lib.answers.units import Unit
+from rag_pipeline.lib.asks import new_record
 from rag_pipeline.lib.core import AnyPath, location, read_frame, unknown_group
 from rag_pipeline.lib.embedding import EmbeddingError
 from rag_pipeline.lib.release import RELEASE_DIR, ReleaseError, read_current, released_table
 from rag_pipeline.lib.serving import LiveTable, RevokedError, ServedTable, search_rows, table_key
 from rag_pipeline.settings import Settings, SettingsError
 
-COLUMNS = ["chunk_id", "note", "heading_path", "text"]
+COLUMNS = ["chunk_id", "note", "heading_path", "text", "commit"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -102,12 +105,14 @@ def answer(args: argparse.Namespace, settings: Settings) -> int:
     if problem:
         print(f"error: --groups: {problem}", file=sys.stderr)
         return 2
+    started = time.perf_counter()
     vector = embedder.embed([args.question], "query")[0]
     try:  # without what a newer commit narrowed since the release (release/revoked.json)
         hits = search_rows(LiveTable(table, data_dir), vector, args.k, groups, COLUMNS).to_pylist()
     except RevokedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    retrieved = time.perf_counter()
     who = f"groups {', '.join(groups)}" if groups else "public notes only"
     print(f"live {strategy} (commit {current['commit'][:12]}, table version {table.version}), {who}:")
     for rank, hit in enumerate(hits, 1):
@@ -118,10 +123,19 @@ def answer(args: argparse.Namespace, settings: Settings) -> int:
     units = [Unit(h["chunk_id"], h["note"], 0, len(h["text"]), h["text"]) for h in hits]
     llm = resources["answerer"].get()
     reply = parse_reply(llm.answer(make_prompt("ask", args.question, units)).text, len(units))
+    answered = time.perf_counter()
     print(f"\nanswer ({llm.llm_version}):\n  {'(abstained)' if reply.abstained else reply.answer}")
     for n in reply.numbers:
         print(f"  [{n}] {units[n - 1].note} > {hits[n - 1]['heading_path']}")
-    return 0
+    served = {
+        "configuration": f"{strategy}/dense",
+        "commit": current["commit"],
+        "table_version": table.version,
+    }
+    said = {"answer": reply.answer, "abstained": reply.abstained, "citations": list(reply.numbers)}
+    timed = {"retrieval": (retrieved - started) * 1000, "answer": (answered - retrieved) * 1000}
+    served |= {"embedding_version": embedder.embedding_version, "llm_version": llm.llm_version}
+    return keep(settings, new_record(args.question, groups, served, hits, said, timed))
 
 
 if __name__ == "__main__":

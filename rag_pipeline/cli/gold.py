@@ -1,10 +1,13 @@
-"""`python -m rag_pipeline.gold status|refresh|generate`: the gold labels against the indexed notes commit.
+"""`python -m rag_pipeline.gold status|refresh|generate|from-asks`: the gold labels against the indexed notes commit.
 
 `status` prints each question that is not `ok`; `refresh` also writes a copy of the questions file
 (`<questions>.refreshed.json`, or `--out`) with carried questions moved to the indexed commit and
 stale ones relabelled where the suggestion is close enough; the original file is left alone.
 `generate` writes draft questions with verified evidence (`<questions>.generated.json`, or `--out`;
 `--merge` puts the questions file's own questions first), see `rag_pipeline.lib.questions.drafts`.
+`from-asks` writes the flagged records of the ask log as candidate questions with personal data
+removed (`<questions>.asked.json`, or `--out`; `--merge` as for generate), see `rag_pipeline.lib.asks`;
+`status` lists the asked questions still waiting for their evidence.
 The settings are the pipeline's (`RAG_QUESTIONS`, `RAG_NOTES_REPO`, `RAG_NOTES_GLOB`,
 `RAG_DATA_DIR`); the indexed commit is the last one `source_notes` read, or `--commit`.
 """
@@ -24,6 +27,13 @@ import git
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.resources import AnswerResource, DataStore, NotesRepository
 from rag_pipeline.lib.answers import LLMError, reply_texts
+from rag_pipeline.lib.asks import (
+    Redactor,
+    candidates,
+    log_location,
+    read_log,
+    read_terms,
+)
 from rag_pipeline.lib.core import location, read_frame
 from rag_pipeline.lib.questions import (
     CATEGORIES,
@@ -34,6 +44,7 @@ from rag_pipeline.lib.questions import (
     RELABEL_THRESHOLD,
     QuestionsError,
     assess,
+    awaiting_evidence,
     draft,
     gold_counts,
     gold_problems,
@@ -84,11 +95,7 @@ def generate(args: argparse.Namespace, settings: Settings) -> int:
         if n < 0:
             raise ValueError(f"{option} {n}: give a number of questions, 0 or more")
     source = Path(settings.questions)
-    out = Path(args.out) if args.out else source.with_suffix(".generated.json")
-    if out.resolve() == source.resolve():
-        raise ValueError(
-            f"--out {out} is the questions file (RAG_QUESTIONS); write the draft to another file"
-        )
+    out = out_path(args, source, ".generated.json")
     categories = [c.strip() for c in args.categories.split(",")] if args.categories else None
     unknown = sorted(set(categories or ()) - set(CATEGORIES))
     if unknown:
@@ -132,13 +139,50 @@ def generate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def out_path(args: argparse.Namespace, source: Path, suffix: str) -> Path:
+    """Where a command that drafts questions writes: `--out`, or beside the questions file; never over it."""
+    out = Path(args.out) if args.out else source.with_suffix(suffix)
+    if out.resolve() == source.resolve():
+        raise ValueError(
+            f"--out {out} is the questions file (RAG_QUESTIONS); write the draft to another file"
+        )
+    return out
+
+
+def from_asks(args: argparse.Namespace, settings: Settings) -> int:
+    """`gold from-asks`: the flagged asks as candidates, redacted; what was written and removed."""
+    source = Path(settings.questions)
+    out = out_path(args, source, ".asked.json")
+    log = log_location(settings.ask_log, settings.data_dir)
+    if log is None:
+        raise ValueError("RAG_ASK_LOG=off: no ask log is kept, so no asked question can be drafted")
+    items = existing_items(source)
+    redact = Redactor(read_terms(settings.redact_terms) if settings.redact_terms else ())
+    made, known = candidates(read_log(log), redact, items)
+    written = (items if args.merge else []) + made
+    out.write_text(json.dumps(written, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    already = f"; {known} flagged record(s) already in {source}" if known else ""
+    print(f"{len(made)} candidate question(s) from the flagged records of {log}{already}")
+    print(redact.summary())
+    merged = f" after the {len(items)} questions of {source}" if args.merge else ""
+    print(
+        f"wrote {out}{merged} ({source} is unchanged); give each candidate its evidence (`slug`, `section`, "
+        '`evidence`, or `"slug": null` when the notes cannot answer it) and add it to the questions file'
+    )
+    return 0
+
+
+DRAFTS = {"generate": generate, "from-asks": from_asks}  # the actions that write draft questions
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag_pipeline.gold", description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=["status", "refresh", "generate"])
+    parser.add_argument("action", choices=["status", "refresh", "generate", "from-asks"])
     parser.add_argument("--commit", help="the indexed commit (default: the last one indexed)")
     parser.add_argument(
         "--out",
-        help="where refresh or generate write (default: <questions>.refreshed.json / .generated.json)",
+        help="where refresh, generate or from-asks write (default: <questions>.refreshed.json, "
+        ".generated.json, .asked.json)",
     )
     parser.add_argument(
         "--threshold",
@@ -161,7 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--unauthorized", type=int, default=0, help="generate: add N leak-test questions (default 0)"
     )
     parser.add_argument(
-        "--merge", action="store_true", help="generate: write the questions file's questions first"
+        "--merge",
+        action="store_true",
+        help="generate, from-asks: write the questions file's questions first",
     )
     parser.add_argument(
         "--paraphrase-chars",
@@ -176,9 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"generate: an English paraphrase shares no run of this many words with its evidence (default {N_WORDS})",
     )
     args = parser.parse_args(argv)
-    if args.action == "generate":
+    if args.action in DRAFTS:
         try:
-            return generate(args, Settings.from_env(os.environ))
+            return DRAFTS[args.action](args, Settings.from_env(os.environ))
         except (OSError, ValueError, QuestionsError, NotesSourceError, SettingsError, LLMError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -209,6 +255,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     for qid, why in gold_problems(statuses).items():
         print(f"  question {qid} invalid: {why}")
+    for item in filter(awaiting_evidence, items):
+        hints = item.get("x-hints", [])[:3]
+        found = ", ".join(" > ".join(str(h[k]) for k in ("slug", "section") if h.get(k)) for h in hints)
+        print(f"  question {item.get('id')} asked, needs its evidence (served: {found or 'nothing'})")
     if args.action == "status":
         return 0
     new, changes = refresh(items, drift, indexed, threshold=args.threshold, pin=args.pin)

@@ -9,10 +9,10 @@ from rag_pipeline.lib.embedding import LaneMismatch, LaneVectors, read_lane
 from rag_pipeline.lib.release import RELEASE_DIR
 from rag_pipeline.lib.serving import DB_DIR as LANCEDB_DIR
 from rag_pipeline.lib.serving import table_key
+from rag_pipeline.lib.sources import SOURCE_NOTES as SOURCE_NOTES
 
 STAGES = ("chunks", "embeddings", "retrieval", "evaluation", "index")
 
-SOURCE_NOTES = "notes/source_notes.parquet"
 CLEANED_NOTES = "notes/cleaned_notes.parquet"
 NOTES_PER_GROUP = 256  # the cleaned notes' row groups: reading a few notes whole skips the others
 QUESTIONS = "notes/questions.parquet"

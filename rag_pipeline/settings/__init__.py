@@ -211,6 +211,17 @@ class Settings:
     ann_min_rows: int = var(
         "RAG_ANN_MIN_ROWS", "5000", values.number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
     )
+    # read by `ask` and `gold from-asks`, never by a run
+    ask_log: str = var(
+        "RAG_ASK_LOG",
+        "",
+        parsers.ask_log,
+        "off, or a directory or s3:// URL (unset: RAG_DATA_DIR/asks)",
+        shared=False,
+    )
+    redact_terms: str = var(
+        "RAG_REDACT_TERMS", "", parsers.optional_path, "a text file of terms, one a line", shared=False
+    )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:

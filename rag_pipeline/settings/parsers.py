@@ -22,6 +22,14 @@ def data_dir(value: str) -> str:
     return value.strip() if value.strip().startswith("s3://") else path(value)
 
 
+def ask_log(value: str) -> str:
+    """`off`, unset, an s3:// URL, or a local directory made absolute."""
+    value = value.strip()
+    if value.lower() == "off":
+        return "off"
+    return data_dir(value) if value else ""
+
+
 def repo(value: str) -> str:
     return value.strip() if not value.strip() or is_remote(value) else path(value)
 

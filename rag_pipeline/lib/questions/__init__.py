@@ -4,6 +4,7 @@ drafts, and whether a question quotes a note its asker may not read."""
 
 from rag_pipeline.lib.questions.drafts import CATEGORIES, Draft, draft
 from rag_pipeline.lib.questions.evidence import evidence_problems, invalid_gold_message
+from rag_pipeline.lib.questions.fields import ASKED, awaiting_evidence
 from rag_pipeline.lib.questions.generate import OFFLINE_CATEGORIES, Candidate, Note, notes_at
 from rag_pipeline.lib.questions.history import assess, note_versions, resolve_label_commits
 from rag_pipeline.lib.questions.labels import (
@@ -35,6 +36,7 @@ from rag_pipeline.lib.questions.status import (
 from rag_pipeline.lib.questions.verify import N_CHARS, N_WORDS, Verified, shared_run, verify
 
 __all__ = [
+    "ASKED",
     "CATEGORIES",
     "DEV",
     "DRIFT_COLUMNS",
@@ -61,6 +63,7 @@ __all__ = [
     "Verified",
     "asker_groups",
     "assess",
+    "awaiting_evidence",
     "check_notes_exist",
     "current_versions",
     "cut_level",

@@ -7,12 +7,22 @@ from __future__ import annotations
 from rag_pipeline.lib.core import closest
 
 # every field a question may carry; `relabelled` is written by `gold refresh`, `generated` and
-# `generator` mark generated questions, `split` puts a question in `dev` or `test`
+# `generator` mark generated questions, `split` puts a question in `dev` or `test`, `source`
+# says where a hand-labelled question came from
 FIELDS = frozenset(
     {"id", "q", "slug", "section", "evidence", "slug2", "section2", "evidence2", "category"}
     | {"answer_pattern", "groups", "commit", "critical", "relabelled", "generated", "generator", "split"}
+    | {"source"}
 )
 OWN_FIELD_PREFIX = "x-"
+ASKED = "asked"  # the `source` of a question a user asked `ask` (`gold from-asks`)
+SOURCES = ("hand", ASKED)
+
+
+def awaiting_evidence(item: object) -> bool:
+    """An asked question no person has given its evidence yet (no `slug`, not even `null`): it is
+    not scored, and `gold status` lists it."""
+    return isinstance(item, dict) and item.get("source") == ASKED and "slug" not in item
 
 
 def unknown_field(item: dict) -> str | None:

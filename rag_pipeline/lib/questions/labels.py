@@ -9,7 +9,9 @@ notes commit the evidence was labelled against; `"critical": true` marks a quest
 newly miss (see `rag_pipeline.lib.release`); `rag_pipeline.lib.questions.status` follows the label from
 there to the indexed commit (`ok`, `carried`, `stale` or `invalid`); `groups` are the asker's groups.
 `"generated": true` (and `"generator"`) marks a question `gold generate` wrote, reported apart (its
-`source`); `"split": "dev"` or `"test"` puts it in that split (default: by its id, see
+`source`); `"source": "asked"` one a user asked (`gold from-asks`), scored with the hand-written ones
+once a person has given its evidence (until then, with no `slug`, it is left out: `gold status` lists
+it); `"split": "dev"` or `"test"` puts it in that split (default: by its id, see
 `rag_pipeline.lib.questions.splits`). Any other field is an error unless it starts with `x-`
 (`rag_pipeline.lib.questions.fields`).
 """
@@ -25,7 +27,7 @@ import pandas as pd
 
 from rag_pipeline.lib.core import UNAUTHORIZED, may_read
 from rag_pipeline.lib.questions.evidence import evidence_span
-from rag_pipeline.lib.questions.fields import unknown_field
+from rag_pipeline.lib.questions.fields import SOURCES, awaiting_evidence, unknown_field
 from rag_pipeline.lib.questions.question import Evidence, Question, QuestionsError
 from rag_pipeline.lib.questions.splits import SPLITS, TEST_SHARE, split_of
 
@@ -98,6 +100,10 @@ def parse_questions(items: object, source: str) -> list[Question]:
                 evidence.append(Evidence(note2, _field(item, "section2", where, (str,), False), second))
         category = _field(item, "category", where, (str,), required=False)
         _field(item, "generator", where, (str,), required=False)  # provenance only: checked, not kept
+        if item.get("source", SOURCES[0]) not in SOURCES:
+            raise QuestionsError(f"{where}: field 'source' must be one of {SOURCES}, got {item['source']!r}")
+        if awaiting_evidence(item):
+            continue  # a candidate from the ask log: scored once a person gives its evidence
         split = _field(item, "split", where, (str,), required=False)
         if split is not None and split not in SPLITS:
             raise QuestionsError(f'{where}: field \'split\' must be "dev" or "test", got {split!r}')

@@ -1,6 +1,6 @@
 """Notes read from a git commit tree, their front matter, the cleaning rule, and the bundled corpus."""
 
-from rag_pipeline.lib.sources.access import NotesSourceError, access_groups, gives_access
+from rag_pipeline.lib.sources.access import SOURCE_NOTES, NotesSourceError, access_groups, gives_access
 from rag_pipeline.lib.sources.bundled_repo import (
     BundledRepoError,
     build_repository,
@@ -38,6 +38,7 @@ __all__ = [
     "CLEANER_VERSION",
     "HEADING",
     "READER_VERSION",
+    "SOURCE_NOTES",
     "BundledRepoError",
     "FrontMatterError",
     "NotesSourceError",

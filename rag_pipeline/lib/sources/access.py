@@ -11,6 +11,10 @@ from typing import Any
 
 from rag_pipeline.lib.core import edit_distance
 
+# under the data directory: the notes the last source step read, each with its access now (what a
+# revocation changes first)
+SOURCE_NOTES = "notes/source_notes.parquet"
+
 
 class NotesSourceError(ValueError):
     """The notes repository, ref or a note in it cannot be read."""
