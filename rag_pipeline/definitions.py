@@ -11,6 +11,7 @@ from rag_pipeline.defs import (
     automation,
     chunks,
     conditions,
+    costs,
     embeddings,
     evaluation,
     judgments,
@@ -36,6 +37,7 @@ from rag_pipeline.defs.resources import (
 )
 from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name, settings_tags
 from rag_pipeline.lib.chunking import Strategy, load_strategies
+from rag_pipeline.lib.evaluation import PricesError
 from rag_pipeline.lib.judging import LabelsError, read_labels
 from rag_pipeline.lib.retrieval import plan
 from rag_pipeline.settings import DEFAULTS, Settings, SettingsError
@@ -103,6 +105,8 @@ def build_assets(
                 *lanes,
                 evaluation.summary_asset(strategies, resources),
                 serving.evaluation_asset(strategies, resources),
+                costs.costs_asset(strategies, resources),
+                costs.budgets_asset(resources),
                 answers.answers_asset(strategies, baseline, served, resources),
                 judgments.judgments_asset(strategies, served, resources),
                 release.release_asset(strategies, served, resources),
@@ -176,6 +180,10 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
             f"RAG_CANDIDATE_K={settings.candidate_k}, RAG_CONTEXT_K={settings.context_k}: {exc}"
         ) from None
     check_labels(settings)
+    try:  # read again when the costs are priced: the file may change meanwhile
+        resources["release"].read_prices()
+    except PricesError as exc:
+        raise SettingsError(f"RAG_PRICES: {exc}") from None
     assets = build_assets(strategies, resources, settings.retry_after, settings.shards)
     tags = {DATA_DIR_TAG: data_dir_name(settings.data_dir), **settings_tags(settings)}
     outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)

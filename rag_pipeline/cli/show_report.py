@@ -18,8 +18,10 @@ from rag_pipeline.lib.evaluation import (
     looks_sentence,
     matrix_table,
     reference_table,
+    reported_costs,
     short,
     to_markdown,
+    with_costs,
 )
 from rag_pipeline.lib.evaluation.experiments import read_current as read_ledger_current
 from rag_pipeline.lib.evaluation.experiments import read_index
@@ -175,6 +177,10 @@ def main(verified: bool = False) -> int:
     print(f"\nEvery configuration, best {verdict['measure']} first. {folded_md(same)}")
     folded = budget[~budget["strategy"].isin(list(same))], splits[~splits["strategy"].isin(list(same))]
     matrix = matrix_table(shown, *folded)
+    if (reports / "costs.parquet").exists():  # retrieval's latency and cost, as the verdict held them
+        matrix = with_costs(
+            matrix, reported_costs(read_frame(reports / "costs.parquet"), verdict.get("budgets") or {})
+        )
     print(to_markdown(matrix[[c for c in SHOWN if c in matrix]]))
     print(key_md())
     agreement = verdict.get("agreement")

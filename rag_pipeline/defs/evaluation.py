@@ -18,6 +18,7 @@ from rag_pipeline.lib.core import (
     content_version,
     publish_directory,
     read_arrow,
+    read_table,
     table_bytes,
     write_arrow,
 )
@@ -32,6 +33,7 @@ from rag_pipeline.lib.evaluation import (
     plain,
     records,
     report_provenance,
+    reported_costs,
     same_chunks,
     strategy_outcomes,
     summarize,
@@ -172,11 +174,12 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         deps=[
             "source_notes",
             "questions",
+            "budgets",  # each configuration's costs, priced, and the budgets the verdict chooses within
             *(lanes.lane_key(stage, s) for s in strategies for stage in ("chunks", "evaluation")),
         ],
         description="Every strategy x retriever configuration side by side: recall, MRR, nDCG, candidate "
-        "recall, recall at equal character budgets, per category, paired comparison with the baseline; "
-        "tables and plots in the UI and under `reports/`.",
+        "recall, recall at equal character budgets, per category, paired comparison with the baseline, "
+        "latency and cost against the budgets; tables and plots in the UI and under `reports/`.",
     )
     def evaluation_summary(
         context: dg.AssetExecutionContext,
@@ -211,7 +214,9 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         drawn_path = store.path("drawn", "plots.arrow")
         known = load_drawn(drawn_path)
         reported = Reported(RUN_KEYS, retrieval.settings(), baseline)
-        report = build_report(outcomes, reported, provenance, invalid, same, gold, known)
+        priced = read_table(store.path(lanes.PRICED_COSTS))
+        costs = reported_costs(priced.to_pandas(), json.loads(priced.schema.metadata[b"rag.budgets"]))
+        report = build_report(outcomes, reported, provenance, invalid, same, gold, known, costs)
         if report.drawn.keys() != known.keys():
             write_arrow(
                 pa.table({"key": list(report.drawn), "pngs": pa.array(list(report.drawn.values()), PNGS)}),
@@ -231,6 +236,8 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
                 meta
             )
         )
+        figures = pa.Table.from_pandas(costs.reported(), preserve_index=False)
+        files[lanes.COSTS_REPORT] = table_bytes(figures.replace_schema_metadata(meta | costs.metadata()))
         files["report.md"] = report.markdown.encode()
         files[lanes.VERDICT] = json.dumps(
             report.verdict | {"commit": commit}, indent=1, ensure_ascii=False

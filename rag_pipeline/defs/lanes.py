@@ -21,6 +21,9 @@ ANSWERS = "answers/answers.parquet"
 JUDGMENTS = "answers/judgments.parquet"
 JUDGED_ITEMS = "answers/judged_items.parquet"  # what each judge prompt held, and people's labels
 SERVED_DIR = "served"  # exact searches of the served tables kept for the next evaluation
+MEASURED_COSTS = "costs/measured.parquet"  # each configuration's latency and use per question, unpriced
+EMBEDDING_TIMES = "costs/embedding_times.parquet"  # each query's embedding timed once per embedder
+PRICED_COSTS = "costs/priced.parquet"  # and priced, the budgets they are held against in its metadata
 REPORTS = "reports"
 # reports/ is published as a set by evaluation_summary, which replaces only the files it wrote
 # (a user's stay); these are written by other assets
@@ -28,6 +31,7 @@ ANSWER_SUMMARY = "answer_summary.parquet"
 JUDGED_SUMMARY = "judged_summary.parquet"
 SERVING_REPORT = "serving.parquet"
 VERDICT = "verdict.json"
+COSTS_REPORT = "costs.parquet"  # the measured costs as priced and held against the budgets
 DB_DIR = LANCEDB_DIR  # the served LanceDB tables
 RELEASE = RELEASE_DIR  # current.json, history.parquet, questions.parquet
 SUMMARY_TABLES = ("evaluation_summary", "question_ranks", "budget_recall", "category_recall", "comparison")

@@ -10,6 +10,7 @@ from rag_pipeline.defs import lanes
 from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import (
+    AnswerResource,
     DataStore,
     EmbedderResource,
     ReleaseResource,
@@ -18,6 +19,7 @@ from rag_pipeline.defs.resources import (
 )
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import leaked_rows, may_read
+from rag_pipeline.lib.evaluation import answer_cost_per_1k
 from rag_pipeline.lib.judging import KEY, item_scores
 from rag_pipeline.lib.questions import asker_groups, usable
 from rag_pipeline.lib.release import (
@@ -27,9 +29,11 @@ from rag_pipeline.lib.release import (
     Decision,
     ReleaseError,
     append_history,
+    budget_problems,
     checked_current,
     decide,
     follow_release,
+    leak_problem,
     narrow_live,
     question_results,
     read_released_questions,
@@ -58,16 +62,6 @@ def release_run(setting: str, baseline: tuple[str, str], retrievers: list[str]) 
         strategy, retriever = setting.split("/", 1)
         return strategy, retriever
     return baseline if baseline[1] in retrievers else (baseline[0], retrievers[0])
-
-
-def leak_problem(where: str, leaks: list[str], shown: int = 5) -> list[str]:
-    """One reason for many leaks: how many, and the first few."""
-    if not leaks:
-        return []
-    more = f", and {len(leaks) - shown} more" if len(leaks) > shown else ""
-    return [
-        f"{where}: {len(leaks)} unit(s) leaked to an asker who may not read them ({'; '.join(leaks[:shown])}{more})"
-    ]
 
 
 def retrieval_leaks(store: DataStore, strategies: list[Strategy], askers: dict) -> list[str]:
@@ -121,10 +115,10 @@ def release_asset(
     by_name = {s.name: s for s in strategies}
     strategy = by_name[run[0]]
     rule = (
-        "The index may be served: no leak in retrieval or the served table, the served table passes "
-        "recall and fill, and against the last release no recall drop beyond RAG_RELEASE_MAX_DROP, no "
-        "critical question newly missed, no less abstention on unauthorized questions, no significant "
-        "drop of the answers' faithful score beyond RAG_RELEASE_MAX_FAITHFUL_DROP."
+        "The index may be served: no leak in retrieval or the served table, the served table passes recall "
+        "and fill, the release run within the budgets, and against the last release no recall drop beyond "
+        "RAG_RELEASE_MAX_DROP, no critical question newly missed, no less abstention on unauthorized "
+        "questions, no significant drop of the answers' faithful score beyond RAG_RELEASE_MAX_FAITHFUL_DROP."
     )
 
     @stage_asset(
@@ -141,6 +135,7 @@ def release_asset(
             "serving_evaluation",
             "answers",
             "judgments",
+            "budgets",
             *(lanes.lane_key(stage, s) for s in strategies for stage in ("retrieval", "index")),
         ],
         checks=[(GATE, rule, True)],
@@ -155,6 +150,7 @@ def release_asset(
         serving: ServingResource,
         served_store: ServedStore,
         store: DataStore,
+        answerer: AnswerResource,
     ) -> dg.MaterializeResult:
         k, name = release.k, "/".join(run)
         questions = usable(store.read(lanes.QUESTIONS))
@@ -179,6 +175,7 @@ def release_asset(
         problems = leak_problem("retrieval", retrieval_leaks(store, strategies, askers))
         problems += leak_problem(f"served table {table.name}", served_leaks(table, vectors, questions, k))
         problems += serving_problems(report[report["strategy"] == run[0]])
+        problems += budget_problems(store.path(lanes.report_path(lanes.VERDICT)), run)
         if run[1] not in evaluated:
             problems.append(
                 f"the release run {name} was not evaluated (retrievers of {run[0]}: "
@@ -230,6 +227,10 @@ def release_asset(
                 "compared": decision.compared,
                 "live_commit": (live or {}).get("commit", ""),
                 "live_withheld": len(revoked.notes),
+                # what answering costs the run, at the prices (retrieval's cost is the report's)
+                "answer_cost_per_1k": answer_cost_per_1k(
+                    answers, release.read_prices(), answerer.backend, answerer.model
+                )[0],
                 "narrowed": dg.MetadataValue.md(
                     revoked.summary() or "none: live serves what its release decided"
                 ),

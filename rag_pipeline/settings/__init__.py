@@ -20,12 +20,13 @@ from rag_pipeline.lib.embedding import EMBEDDERS
 from rag_pipeline.lib.questions import TEST_SHARE
 from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS
 from rag_pipeline.settings import parsers
-from rag_pipeline.settings.variables import OTHER_VARIABLES, Var, one_of, retries, shown, timeout, var
+from rag_pipeline.settings.variables import OTHER_VARIABLES, Var, budget, one_of, retries, shown, timeout, var
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_CORPUS = PROJECT_ROOT / "data" / "corpus"
 BUNDLED_REPO = PROJECT_ROOT / "data" / "notes-repo"
 BUNDLED_QUESTIONS = PROJECT_ROOT / "data" / "questions.json"
+BUNDLED_PRICES = PROJECT_ROOT / "data" / "prices.toml"
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data" / "build"
 DEFAULT_DAGSTER_HOME = (
     PROJECT_ROOT / "data" / "dagster_home"
@@ -211,6 +212,12 @@ class Settings:
     ann_min_rows: int = var(
         "RAG_ANN_MIN_ROWS", "5000", values.number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
     )
+    # what a configuration may cost: the verdict chooses within both, the release gate serves none over
+    budget_latency_p95_ms: float | None = budget("RAG_BUDGET_LATENCY_P95_MS", "milliseconds")
+    budget_cost_per_1k: float | None = budget("RAG_BUDGET_COST_PER_1K", "a price in the prices' currency")
+    prices: str = var(
+        "RAG_PRICES", str(BUNDLED_PRICES), parsers.path, "a TOML file of prices per 1,000 units"
+    )
     # read by `ask` and `gold from-asks`, never by a run
     ask_log: str = var(
         "RAG_ASK_LOG",
@@ -267,7 +274,7 @@ def shared_default(variable: str) -> str:
 
 
 VARS: dict[str, Var] = {f.name: f.metadata["var"] for f in dataclasses.fields(Settings)}
-PATH_FIELDS = ("notes_repo", "questions", "data_dir", "strategy_file", "judge_labels")
+PATH_FIELDS = ("notes_repo", "questions", "data_dir", "strategy_file", "judge_labels", "prices")
 
 
 def unknown_variables(env: Mapping[str, str]) -> list[str]:

@@ -43,6 +43,11 @@ def retries(name: str) -> Any:
     return var(name, "4", values.number(int, 0), "an integer >= 0", shared=False)
 
 
+def budget(name: str, unit: str) -> Any:
+    """A limit on what a configuration may cost; unset: no limit (None)."""
+    return var(name, "", values.optional(values.number(float, 0.0)), f"{unit} >= 0 (unset: no budget)")
+
+
 def one_of(name: str, default: str, *options: str, shared: bool = True) -> Any:
     """A setting that is one of `options` (`a, b or c`, in the error a bad value gives)."""
     accepted = f"{', '.join(options[:-1])} or {options[-1]}"

@@ -83,4 +83,6 @@ def test_the_code_versions_are_those_of_a_checkout_elsewhere(tmp_path):
     it, and a module's `__file__`, once gave every asset a code version of its own per place."""
     root = tmp_path / "elsewhere"
     shutil.copytree(PACKAGE, root / "rag_pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "data").mkdir()  # and the checkout's files a setting's default names: the prices' bytes
+    shutil.copy(PACKAGE.parent / "data" / "prices.toml", root / "data")
     assert code_versions(root) == code_versions(PACKAGE.parent)

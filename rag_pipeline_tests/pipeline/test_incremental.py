@@ -164,7 +164,15 @@ def test_a_chunker_version_bump_runs_only_its_lane_and_what_reads_every_lane(sma
     ]
     found, result = make_run(project(bumped), instance)
     lane = {f"{stage}_fixed_500" for stage in ("chunks", "embeddings", "retrieval", "evaluation", "index")}
-    every_lane = {"evaluation_summary", "serving_evaluation", "answers", "judgments", "release"}
+    every_lane = {
+        "evaluation_summary",
+        "serving_evaluation",
+        "costs",
+        "budgets",
+        "answers",
+        "judgments",
+        "release",
+    }
     # Dagster's reason: a new code version of the lane's assets (each names its strategy) and of
     # those that read every lane; no other lane's
     stale = {k.to_user_string() for k in found.stale}

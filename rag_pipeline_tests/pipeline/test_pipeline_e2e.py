@@ -85,7 +85,16 @@ def test_the_summary_page_has_numbers_to_plot_and_a_headline_first(small_env, tm
     top = metadata["top_configurations"]
     assert isinstance(top, dg.TableMetadataValue) and 1 <= len(top.records) <= 5
     assert top.records[0].data["configuration"] == verdict["best"][0]
-    assert [c.name for c in top.schema.columns] == ["configuration", "r@2k", "dev", "test", "Δ", "p"]
+    assert [c.name for c in top.schema.columns] == [
+        "configuration",
+        "r@2k",
+        "dev",
+        "test",
+        "Δ",
+        "p",
+        "p95 ms",
+        "cost/1k",
+    ]
     per_category = metadata["per_category"]
     assert [c.name for c in per_category.schema.columns] == ["category", "best", "baseline"]
     assert {r.data["category"].split(" (")[0] for r in per_category.records} >= {"number"}

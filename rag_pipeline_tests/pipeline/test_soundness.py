@@ -48,7 +48,15 @@ def test_a_retriever_change_reruns_retrieval_and_what_reads_it_and_embeds_nothin
     env = small_env | {"RAG_STRATEGIES": "fixed-200,section", "RAG_RETRIEVERS": "dense,bm25"}
     instance = cold(env)
     stale, done, result = rerun(env | {"RAG_RETRIEVERS": "dense,rrf"}, instance)
-    assert stale == {"retrieval_fixed_200", "retrieval_section", "evaluation_summary", "answers", "judgments"}
+    # and the costs, measured per configuration (re-priced by `budgets` once measured)
+    assert stale == {
+        "retrieval_fixed_200",
+        "retrieval_section",
+        "evaluation_summary",
+        "answers",
+        "judgments",
+        "costs",
+    }
     assert not {a for a in done if a.startswith(("chunks", "embeddings", "index"))}
     assert {
         "evaluation_fixed_200",
@@ -66,8 +74,8 @@ def test_dropping_a_strategy_reruns_the_summaries_and_no_lane(small_env):
     env = small_env | {"RAG_STRATEGIES": "fixed-200,fixed-1000,section", "RAG_RETRIEVERS": "dense"}
     instance = cold(env)
     stale, done, _ = rerun(env | {"RAG_STRATEGIES": "fixed-1000,section"}, instance)
-    assert stale == {"evaluation_summary", "serving_evaluation", "answers", "judgments", "release"}
-    assert done == stale
+    assert stale == {"evaluation_summary", "serving_evaluation", "costs", "answers", "judgments", "release"}
+    assert done == stale | {"budgets"}  # the costs measured again are priced again
     serving = pd.read_parquet(f"{env['RAG_DATA_DIR']}/reports/serving.parquet")
     assert set(serving["strategy"]) == {"fixed-1000", "section"}
 

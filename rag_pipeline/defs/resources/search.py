@@ -1,12 +1,17 @@
-"""Retrieval and serving settings, and the served tables' store, as resources."""
+"""Retrieval, serving and release settings, and the served tables' store, as resources."""
+
+import hashlib
+from pathlib import Path
 
 import dagster as dg
 
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.resources.data import DataStore
+from rag_pipeline.lib.evaluation import Budgets, Prices, read_prices
 from rag_pipeline.lib.retrieval import HttpReranker, RetrievalSettings, RetrieverSpec, parse_retriever
 from rag_pipeline.lib.serving import AnnConfig, Store, served_store
+from rag_pipeline.settings import BUNDLED_PRICES
 
 
 class RetrievalResource(FromSettings):
@@ -78,12 +83,30 @@ class ServedStore(FromSettings):
 
 
 class ReleaseResource(FromSettings):
-    """Which run the application serves, and how much worse a new index may be before it is held back."""
+    """Which run the application serves, how much worse a new index may be before it is held back, and
+    what a configuration may cost (`RAG_BUDGET_*`, None: no budget; at the prices of `RAG_PRICES`, see
+    `lib/evaluation/budgets.py`): the verdict chooses within the budgets, the gate serves none over."""
 
     run: str = setting("release_run")  # strategy/retriever; empty: the report's baseline
     k: int = setting("release_k")
     max_drop: float = setting("release_max_drop")
     max_faithful_drop: float = setting("release_max_faithful_drop")
+    latency_p95_ms: float | None = setting("budget_latency_p95_ms")
+    cost_per_1k: float | None = setting("budget_cost_per_1k")
+    prices: str = setting("prices")
 
     def version(self) -> str:
-        return config_digest(self.model_dump())
+        return config_digest(self.model_dump(exclude={"prices"}))
+
+    def budgets_version(self) -> str:
+        """The budgets and the prices file's bytes (`budgets`' settings): an edited price prices again."""
+        path = Path(self.prices)
+        sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
+        return config_digest(self.latency_p95_ms, self.cost_per_1k, sha)
+
+    def budgets(self) -> Budgets:
+        return Budgets(self.latency_p95_ms, self.cost_per_1k)
+
+    def read_prices(self) -> Prices:
+        """The prices; without the bundled file (a package installed without `data/`), none."""
+        return read_prices(self.prices, missing_ok=self.prices == str(BUNDLED_PRICES))

@@ -229,12 +229,13 @@ SHORT = {
     "abstain_unauthorized": "abst X",
     "false_abstain": "false abst",
     "latency_p50_s": "p50 s",
+    "latency_p95_s": "p95 s",
 }
 SHORT_KEY = (
     "Key: `run` strategy/retriever (`none`: no context, `oracle`: the gold sections); `acc` answers "
     "matching their pattern; `cite P`/`cite R` citation precision and recall; `abst U`/`abst X` "
     "abstentions on unanswerable/unauthorized questions; `false abst` abstentions on answerable ones; "
-    "`p50 s` median latency."
+    "`p50 s`, `p95 s` latency per answer (median, 95th percentile)."
 )
 
 

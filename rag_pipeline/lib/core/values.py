@@ -41,6 +41,11 @@ def number(kind: type, low: float) -> Callable[[str], Any]:
     return parse
 
 
+def optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`parse`, or None for an empty value."""
+    return lambda value: parse(value) if value.strip() else None
+
+
 def timezone(value: str) -> str:
     try:
         zoneinfo.ZoneInfo(value.strip())

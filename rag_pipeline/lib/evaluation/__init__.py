@@ -1,6 +1,14 @@
 """Metrics from per-question outcomes, the report's tables, plots and Markdown, the verdict chosen on
 the development questions and confirmed on the test questions, and the experiment ledger."""
 
+from rag_pipeline.lib.evaluation.budgets import (
+    Budgets,
+    Costs,
+    budgeted_verdict,
+    over_budget,
+    reported_costs,
+    with_costs,
+)
 from rag_pipeline.lib.evaluation.experiments import (
     LEDGER,
     NOT_RECORDED,
@@ -22,6 +30,7 @@ from rag_pipeline.lib.evaluation.metrics import (
     summarize,
 )
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
+from rag_pipeline.lib.evaluation.prices import Prices, PricesError, answer_cost_per_1k, priced, read_prices
 from rag_pipeline.lib.evaluation.repair import repair
 from rag_pipeline.lib.evaluation.report import Report
 from rag_pipeline.lib.evaluation.runs import (
@@ -39,7 +48,14 @@ from rag_pipeline.lib.evaluation.sets import (
 )
 from rag_pipeline.lib.evaluation.significance import holm, paired_randomization
 from rag_pipeline.lib.evaluation.splits import split_figures, split_table
-from rag_pipeline.lib.evaluation.tables import Reported, glance_tables, matrix_table, records, reference_table
+from rag_pipeline.lib.evaluation.tables import (
+    Reported,
+    glance_tables,
+    matrix_table,
+    records,
+    reference_table,
+    run_label,
+)
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.evaluation.versus import (
     Comparison,
@@ -57,13 +73,19 @@ __all__ = [
     "REPORT_KS",
     "SHOWN",
     "SOURCES",
+    "Budgets",
     "Comparison",
+    "Costs",
     "EvidenceSpan",
     "LedgerError",
+    "Prices",
+    "PricesError",
     "Report",
     "Reported",
     "UnknownReference",
     "access_at",
+    "answer_cost_per_1k",
+    "budgeted_verdict",
     "build_report",
     "compare",
     "compare_all",
@@ -77,15 +99,18 @@ __all__ = [
     "look_counts",
     "looks_sentence",
     "matrix_table",
+    "over_budget",
     "paired_randomization",
     "pareto_front",
     "pareto_plot",
     "pareto_points",
     "plain",
     "previous_md",
+    "priced",
     "question_outcomes",
     "question_sets",
     "rank_agreement",
+    "read_prices",
     "recall_at_k",
     "recall_grid",
     "record_experiment",
@@ -96,7 +121,9 @@ __all__ = [
     "relevant_column",
     "repair",
     "report_provenance",
+    "reported_costs",
     "resolve",
+    "run_label",
     "same_chunks",
     "short",
     "split_figures",
@@ -105,4 +132,5 @@ __all__ = [
     "summarize",
     "to_markdown",
     "verdict",
+    "with_costs",
 ]

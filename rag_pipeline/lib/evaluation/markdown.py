@@ -9,7 +9,7 @@ from rag_pipeline.lib.evaluation.metrics import HEADLINE, HEADLINE_BUDGET
 
 # the configuration table everyone reads (the terminal, the UI, report.md); the Parquet has the rest
 SHOWN = ["configuration", "chunks", "evid@1", "evid@5", "mrr@10", "chars@5", "context"]
-SHOWN += ["r@1k", "r@2k", "r@4k", "dev", "test", "Δ", "p"]
+SHOWN += ["r@1k", "r@2k", "r@4k", "dev", "test", "Δ", "p", "p95 ms", "cost/1k"]
 COLUMN_KEY = {
     "configuration": "strategy/retriever; a strategy alone means dense retrieval",
     "chunks": "chunks in the strategy's index",
@@ -22,6 +22,10 @@ COLUMN_KEY = {
     "test": f"r@{HEADLINE_BUDGET // 1000}k on the test questions, which confirm the choice",
     "Δ": "test minus the baseline's test, on the same test questions",
     "p": "paired randomisation p-value of Δ (10,000 sign flips)",
+    "p95 ms": "95th percentile over the questions of retrieval's latency per question on the served table "
+    "(query embedded, searched, reranked), in milliseconds",
+    "cost/1k": "what retrieving for 1,000 questions costs at the prices of RAG_PRICES, in their currency "
+    "(nan: unpriced)",
 }
 
 

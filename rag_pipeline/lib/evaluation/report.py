@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from rag_pipeline.lib.evaluation.budgets import Costs, budgeted_verdict, with_costs
 from rag_pipeline.lib.evaluation.markdown import SHOWN, folded_md, key_md, provenance_md, to_markdown
 from rag_pipeline.lib.evaluation.metrics import DEPTH, HEADLINE_BUDGET, question_counts
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_plot, pareto_points, recall_grid
@@ -155,12 +156,14 @@ def single_report(
     same: dict[str, str],
     counts: dict[str, int],
     drawn: dict[str, tuple[bytes, ...]] | None,
+    costs: Costs | None = None,
 ) -> Report:
     """The report of one question set (`source`): every table over every configured strategy
     (`evaluation_summary` says in `same_chunks_as` which strategy's chunks a strategy shares), every
     row tagged with the set; the tables people read, the plots and the verdict fold a strategy with
     the same chunks as another into it, and say so. `drawn`: the last report's `Report.drawn`, plots
-    not rendered again when what they draw is the same."""
+    not rendered again when what they draw is the same; `costs` each configuration's latency and cost
+    (the verdict chooses within their budgets)."""
     run_keys, settings, baseline = reported.run_keys, reported.settings, reported.baseline
     source = str(outcomes["source"].iloc[0])
     if not outcomes["answerable"].astype(bool).any():
@@ -176,8 +179,10 @@ def single_report(
         tables.category[~tables.category["strategy"].isin(list(same))],
         tables.ranks[~tables.ranks["strategy"].isin(list(same))],
     )
-    matrix = tables.matrix[~tables.matrix["strategy"].isin(list(same))].reset_index(drop=True)
-    judged = verdict(matrix, run_label(*baseline), LABELS[source])
+    matrix = with_costs(
+        tables.matrix[~tables.matrix["strategy"].isin(list(same))].reset_index(drop=True), costs
+    )
+    judged = budgeted_verdict(matrix, run_label(*baseline), LABELS[source], costs)
     candidate_k = settings.candidate_k
     dense = summary[summary["retriever"] == "dense"]
     drawn = Drawn({} if drawn is None else drawn)

@@ -12,6 +12,7 @@ import itertools
 
 import pandas as pd
 
+from rag_pipeline.lib.evaluation.budgets import Costs
 from rag_pipeline.lib.evaluation.markdown import to_markdown
 from rag_pipeline.lib.evaluation.metrics import HEADLINE, HEADLINE_BUDGET
 from rag_pipeline.lib.evaluation.report import LABELS, Report, single_report
@@ -124,11 +125,12 @@ def build_report(
     same: dict[str, str] | None = None,
     gold: dict[str, int] | None = None,
     drawn: dict[str, tuple[bytes, ...]] | None = None,
+    costs: Costs | None = None,
 ) -> Report:
     """The evaluation report (`single_report`) with hand-written and generated questions (`source`)
     scored apart: every table's rows carry their set in `source`; the verdict, the plots and the
     pages are those of the hand-written set when there is one, and a section sets both side by side
-    with their rank agreement."""
+    with their rank agreement. `costs`: each configuration's latency and cost, and the budgets."""
     counts = {"n_invalid": len(invalid), **(gold or {})}
     same = same or {}
     sets = question_sets(outcomes)
@@ -137,7 +139,7 @@ def build_report(
     by_set = {s: outcomes[outcomes["source"] == s] for s in sets}
     # decided on the first set with a question to score (hand-written ones all unanswerable: generated)
     sets = [s for s in sets if by_set[s]["answerable"].astype(bool).any()] or sets[:1]
-    report = single_report(by_set[sets[0]], reported, provenance, invalid, same, counts, drawn)
+    report = single_report(by_set[sets[0]], reported, provenance, invalid, same, counts, drawn, costs)
     report.verdict["questions"] = sets[0]
     others = sets[1:]
     if not others:

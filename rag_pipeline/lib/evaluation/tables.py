@@ -224,9 +224,10 @@ def matrix_table(summary: pd.DataFrame, budget: pd.DataFrame, splits: pd.DataFra
 def glance_tables(matrix: pd.DataFrame, category: pd.DataFrame, baseline: str) -> dict[str, pd.DataFrame]:
     """The two tables a person reads first, narrow enough for a laptop's metadata column: the top
     five configurations on the headline measure (on all questions, on the development and the test
-    questions, with Δ and p against the baseline on the test questions), and recall@5 per question
+    questions, with Δ and p against the baseline on the test questions, retrieval's p95 latency and
+    cost per 1,000 questions), and recall@5 per question
     category of the best configuration beside the baseline's."""
-    shown = ("configuration", HEADLINE, "dev", "test", "Δ", "p")
+    shown = ("configuration", HEADLINE, "dev", "test", "Δ", "p", "p95 ms", "cost/1k")
     top = matrix.head(5)[[c for c in shown if c in matrix]].copy()
     if "p" in top:
         top["p"] = [f"{p:.2g}" if p == p else "" for p in top["p"]]

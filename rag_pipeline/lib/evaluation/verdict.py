@@ -30,12 +30,15 @@ def _rounded(value: object) -> float | None:
     return None if pd.isna(value) else round(float(value), DIGITS)
 
 
-def verdict(matrix: pd.DataFrame, baseline: str, questions: str | None = None) -> dict[str, object]:
+def verdict(
+    matrix: pd.DataFrame, baseline: str, questions: str | None = None, eligible: list[str] | None = None
+) -> dict[str, object]:
     """From the configuration matrix (configuration, the headline column over all questions, `chars@5`,
     and the split figures: `dev`, `dev_mrr@10`, `test`, `Δ` and `p` of the test split against
     `baseline`, `n_dev`, `n_test`): the verdict's fields. `questions` names the question set it is
-    decided on (e.g. `hand-written`) in the wording."""
-    judged = _verdict(matrix, baseline)
+    decided on (e.g. `hand-written`) in the wording; `eligible` the configurations it may choose
+    (default: all; see `budgets.py`), the baseline compared with in any case."""
+    judged = _verdict(matrix, baseline, eligible)
     if questions:
         judged["wording"] = (
             f"{str(judged['wording']).removesuffix('.')}; decided on the {questions} questions."
@@ -48,7 +51,7 @@ def verdict(matrix: pd.DataFrame, baseline: str, questions: str | None = None) -
     return judged
 
 
-def _verdict(matrix: pd.DataFrame, baseline: str) -> dict[str, object]:
+def _verdict(matrix: pd.DataFrame, baseline: str, eligible: list[str] | None) -> dict[str, object]:
     n_dev = int(matrix["n_dev"].iloc[0]) if len(matrix) else 0
     n_test = int(matrix["n_test"].iloc[0]) if len(matrix) else 0
     judged: dict[str, object] = {
@@ -64,7 +67,8 @@ def _verdict(matrix: pd.DataFrame, baseline: str) -> dict[str, object]:
             "wording": f"No answerable development question to choose on ({n_test} test questions): give "
             'questions `"split": "dev"` or lower RAG_TEST_SHARE.'
         }
-    ranked = matrix.assign(value=matrix["dev"].round(DIGITS))
+    ranked = matrix if eligible is None else matrix[matrix["configuration"].isin(eligible)]
+    ranked = ranked.assign(value=ranked["dev"].round(DIGITS))
     ranked = ranked.sort_values(["value", "dev_mrr@10"], ascending=False, kind="stable")
     top = ranked[ranked["value"] == ranked["value"].iloc[0]]
     leader = top.iloc[0]

@@ -2,7 +2,8 @@
 last released state on the questions both scored.
 
 A candidate is rejected when a unit leaked (in retrieval or in a served table), a served table
-failed its recall or fill check, evidence recall@k of the release run on the test questions dropped
+failed its recall or fill check, the release run is over a budget or no configuration is within the
+budgets (`budget_problems`: as the verdict held them), evidence recall@k of the release run on the test questions dropped
 by more than `max_drop` (the development questions chose the configuration: only the test ones measure
 it without bias), a `critical` question the last release found within k is missed, the release run
 abstains less often on unauthorized questions than before, or its answers' `faithful` score on the
@@ -22,8 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from rag_pipeline.lib.core import UNAUTHORIZED
-from rag_pipeline.lib.evaluation import paired_randomization
+from rag_pipeline.lib.core import UNAUTHORIZED, AnyPath
+from rag_pipeline.lib.evaluation import paired_randomization, run_label
 from rag_pipeline.lib.judging import ppi_outcomes
 from rag_pipeline.lib.questions import TEST
 
@@ -116,6 +117,41 @@ class Decision:
     newly_missed: list[str] = field(default_factory=list)
     recall: float = float("nan")
     compared: int = 0  # questions scored by both the candidate and the last release
+
+
+def leak_problem(where: str, leaks: list[str], shown: int = 5) -> list[str]:
+    """The leak rule's reason for many leaks: how many, and the first few."""
+    if not leaks:
+        return []
+    more = f", and {len(leaks) - shown} more" if len(leaks) > shown else ""
+    return [
+        f"{where}: {len(leaks)} unit(s) leaked to an asker who may not read them ({'; '.join(leaks[:shown])}{more})"
+    ]
+
+
+def budget_problems(verdict_path: AnyPath, run: tuple[str, str]) -> list[str]:
+    """The budgets' rule, from the verdict's `over_budget` (configuration -> each budget it is over):
+    the release run (strategy, retriever) within every budget; when no configuration is, the verdict
+    names the cheapest and the fastest, and so does the reason. A verdict that cannot be read fails."""
+    try:
+        verdict = json.loads(verdict_path.read_bytes())
+    except (OSError, ValueError) as exc:
+        return [f"{verdict_path}: the verdict cannot be read ({exc}); its budgets cannot be checked"]
+    over, label = verdict.get("over_budget") or {}, run_label(*run)
+    problems = []
+    if "cheapest" in verdict:
+        problems.append(
+            f"no configuration is within the budgets: the cheapest is {verdict['cheapest']}, the "
+            f"fastest {verdict['fastest']}".replace("`", "")
+        )
+    if label in over:
+        figures = ", ".join(
+            f"{b['budget']}={b['limit']}, measured "
+            + ("unknown" if b["measured"] is None else f"{b['measured']:g}")
+            for b in over[label]
+        )
+        problems.append(f"the release run {'/'.join(run)} is over budget ({figures})")
+    return problems
 
 
 def decide(

@@ -206,30 +206,14 @@ def assemble(
 ) -> pd.DataFrame:
     """Every configuration's ranked rows from the base retrievers' hits (fusions, rerank, parents)."""
     chunks = index.chunks
-    parent_of = chunks["parent_id"].to_numpy()
-    # from plain lists, and only when a configuration needs them: a Series of strings iterates slowly
-    spans = ["note", "parent_start", "parent_end"]
-    parent_span = list(zip(*(chunks[c].tolist() for c in spans))) if any(s.parent for s in specs) else []
+    parents = parent_spans(chunks, specs)
     out: dict[str, list] = {
         c: [] for c in ("question_id", "retriever", "rank", "score", "position", "parent")
     }
     for spec in specs:
         for qi, qid in enumerate(question_ids):
-            if fuse := RANKERS[spec.ranker].fuse:
-                hits = fuse([base[i][qi][: settings.candidate_k] for i in spec.inputs], settings)
-            else:
-                hits = base[spec.inputs[0]][qi]
-            if spec.rerank:
-                if reranker is None:
-                    raise ValueError(
-                        f"{spec.name}: no reranker configured (set the retrieval resource's rerank_url)"
-                    )
-                head = hits[: settings.rerank_k]
-                scores = reranker.scores(query_texts[qi], [index.plain_texts[p] for p, _ in head])
-                hits = sorted(zip((p for p, _ in head), scores), key=lambda h: -h[1])
-            if spec.parent:
-                hits = merge_parents(hits, parent_of, parent_span)
-            hits = hits[: settings.depth]
+            found = {i: base[i][qi] for i in spec.inputs}
+            hits = ranked_hits(index, spec, found, query_texts[qi], settings, reranker, parents)
             out["question_id"] += [qid] * len(hits)
             out["retriever"] += [spec.name] * len(hits)
             out["rank"] += range(1, len(hits) + 1)
@@ -237,6 +221,41 @@ def assemble(
             out["position"] += [int(position) for position, _ in hits]
             out["parent"] += [spec.parent] * len(hits)
     return ranked_frame(chunks, out)
+
+
+def ranked_hits(
+    index: ChunkIndex,
+    spec: RetrieverSpec,
+    base: dict[str, Hits],
+    query_text: str,
+    settings: RetrievalSettings,
+    reranker: HttpReranker | None,
+    parents: tuple[np.ndarray, list],
+) -> Hits:
+    """One question's ranking by one configuration from its base retrievers' hits (`base`, by input):
+    fused, reranked, merged into parents (`parents`: each chunk's parent id, each chunk's parent span),
+    cut to `depth`."""
+    if fuse := RANKERS[spec.ranker].fuse:
+        hits = fuse([base[i][: settings.candidate_k] for i in spec.inputs], settings)
+    else:
+        hits = base[spec.inputs[0]]
+    if spec.rerank:
+        if reranker is None:
+            raise ValueError(f"{spec.name}: no reranker configured (set the retrieval resource's rerank_url)")
+        head = hits[: settings.rerank_k]
+        scores = reranker.scores(query_text, [index.plain_texts[p] for p, _ in head])
+        hits = sorted(zip((p for p, _ in head), scores), key=lambda h: -h[1])
+    if spec.parent:
+        hits = merge_parents(hits, *parents)
+    return hits[: settings.depth]
+
+
+def parent_spans(chunks: pd.DataFrame, specs: list[RetrieverSpec]) -> tuple[np.ndarray, list]:
+    """What `+parent` merges by: each chunk's parent id, and (only when a configuration merges) its
+    parent's span, from plain lists: a Series of strings iterates slowly."""
+    spans = ["note", "parent_start", "parent_end"]
+    parent_span = list(zip(*(chunks[c].tolist() for c in spans))) if any(s.parent for s in specs) else []
+    return chunks["parent_id"].to_numpy(), parent_span
 
 
 def ranked_frame(chunks: pd.DataFrame, out: dict[str, list]) -> pd.DataFrame:
