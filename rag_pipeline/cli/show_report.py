@@ -3,6 +3,7 @@ comes last, where a terminal leaves the eye."""
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,11 +15,12 @@ from rag_pipeline.lib.evaluation import (
     LEDGER,
     SHOWN,
     decided_rows,
-    look_counts,
+    experiment_reuse,
     looks_sentence,
     matrix_table,
     reference_table,
     short,
+    shown_matrix,
     to_markdown,
 )
 from rag_pipeline.lib.evaluation.experiments import read_current as read_ledger_current
@@ -34,7 +36,16 @@ from rag_pipeline.lib.release import (
     read_current,
     read_history,
 )
-from rag_pipeline.settings import DEFAULT_DAGSTER_HOME, DEFAULT_DATA_DIR, DEFAULTS, Settings, SettingsError
+from rag_pipeline.settings import (
+    DEFAULT_DAGSTER_HOME,
+    DEFAULT_DATA_DIR,
+    DEFAULTS,
+    PATH_FIELDS,
+    VARS,
+    Settings,
+    SettingsError,
+)
+from rag_pipeline.settings.variables import shown
 
 
 def live_release(data, verified: bool) -> dict | ReleaseError | None:
@@ -72,19 +83,28 @@ def stale_lines(reports) -> list[str]:
 
 
 def pointing(env: Mapping[str, str]) -> dict[str, str]:
-    """The variables that point a command at this build rather than `make run`'s: `DAGSTER_HOME` and
-    the path settings that differ from their defaults (`make holdout` sets four)."""
+    """The variables that point a command at this build rather than `make run`'s: `DAGSTER_HOME`, the
+    path settings that differ from their defaults (`make holdout` sets four), then every other
+    setting that differs from its default (tune's `best.env` sets the retrieval settings a
+    configuration was measured under): a command without them acts on another build."""
     home = env.get("DAGSTER_HOME")
     # DAGSTER_HOME stays absolute: Dagster takes no other
     found = {"DAGSTER_HOME": home} if home and Path(home).resolve() != DEFAULT_DAGSTER_HOME.resolve() else {}
     default = DEFAULTS.path_variables()
-    ours = Settings.from_env(env).path_variables().items()
-    return found | {name: shown_path(value) for name, value in ours if default.get(name) != value}
+    settings = Settings.from_env(env)
+    ours = settings.path_variables().items()
+    paths = {name: shown_path(value) for name, value in ours if default.get(name) != value}
+    others = {
+        declared.name: shown(getattr(settings, field))
+        for field, declared in VARS.items()
+        if field not in PATH_FIELDS and getattr(settings, field) != getattr(DEFAULTS, field)
+    }
+    return found | paths | others
 
 
-def typed(variables: Mapping[str, str], only: tuple[str, ...] | None = None) -> str:
-    """`NAME=value ` for each variable (of `only`), as typed before a command."""
-    return "".join(f"{k}={v} " for k, v in variables.items() if only is None or k in only)
+def typed(variables: Mapping[str, str], leave_out: tuple[str, ...] = ()) -> str:
+    """`NAME=value ` for each variable (but those `leave_out`), as typed before a command."""
+    return "".join(f"{k}={shlex.quote(v)} " for k, v in variables.items() if k not in leave_out)
 
 
 def next_lines(
@@ -92,8 +112,8 @@ def next_lines(
 ) -> list[str]:
     """What the user got and what to do next: the served run (and whether it is the baseline or the
     best), an `ask` with a question of their set, the UI, and how to serve the best configuration;
-    each command with the variables `where` (`pointing`) it needs to act on this build: `ask` reads
-    only the data directory."""
+    each command with the variables `where` (`pointing`) it needs to act on this build: `ask` opens
+    no Dagster instance."""
     where = where or {}
     current = None if isinstance(current, ReleaseError) else current
     best = configuration(verdict["best"][0]) if verdict.get("best") else None
@@ -115,14 +135,15 @@ def next_lines(
         example = str(public["q"].iloc[0]) if len(public) else None
     lines.append("next:")
     if example:
-        asking = typed(where, ("RAG_DATA_DIR",))
+        asking = typed(where, ("DAGSTER_HOME",))
         lines.append(f'  {asking}.venv/bin/python -m rag_pipeline.ask "{example}"    ask the live index')
     lines.append(
         f"  {typed(where)}make dev    the Dagster UI on http://127.0.0.1:3000 (evaluation_summary holds the report)"
     )
     if best and current is not None and current["run"] != best:
         lines.append(
-            f"  RAG_RELEASE_RUN={best} {typed(where)}make run    serve the best configuration instead"
+            f"  RAG_RELEASE_RUN={best} {typed(where, ('RAG_RELEASE_RUN',))}make run    serve the best "
+            "configuration instead"
         )
     return lines
 
@@ -174,7 +195,10 @@ def main(verified: bool = False) -> int:
     print(to_markdown(reference_table(shown[shown["retriever"] == "dense"])))
     print(f"\nEvery configuration, best {verdict['measure']} first. {folded_md(same)}")
     folded = budget[~budget["strategy"].isin(list(same))], splits[~splits["strategy"].isin(list(same))]
-    matrix = matrix_table(shown, *folded)
+    chosen = configuration(verdict["best"][0]) if verdict.get("best") else None
+    matrix = shown_matrix(
+        matrix_table(shown, *folded), verdict["best"][0] if chosen else None, verdict["baseline"]
+    )
     print(to_markdown(matrix[[c for c in SHOWN if c in matrix]]))
     print(key_md())
     agreement = verdict.get("agreement")
@@ -201,16 +225,14 @@ def main(verified: bool = False) -> int:
 
 
 def looks_note(data) -> str:
-    """` (the test split of questions … has confirmed N choices)`, from the ledger (empty: none recorded)."""
+    """` (the test split (96 questions) has confirmed N choices)`, from the ledger (empty: none recorded)."""
     root = data / LEDGER
     current = read_ledger_current(root)["id"]
     index = read_index(root)
-    row = index[index["id"] == current]
-    if row.empty:
+    if current is None or current not in set(index["id"]):
         return ""
-    sha = str(row["questions_sha256"].iloc[0])
     limit = Settings.from_env(os.environ).test_looks
-    return f" ({looks_sentence(sha, look_counts(root).get(sha, 0), limit)})"
+    return f" ({looks_sentence(experiment_reuse(root, current, index), limit)})"
 
 
 if __name__ == "__main__":

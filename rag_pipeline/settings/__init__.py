@@ -142,6 +142,13 @@ class Settings:
         lambda value: parsers.one_run(value) if value.strip() else "",
         "one strategy/retriever run (default: the report's baseline)",
     )
+    chosen_run: str = var(
+        "RAG_CHOSEN_RUN",
+        "",
+        lambda value: parsers.one_run(value) if value.strip() else "",
+        "one strategy/retriever run the verdict keeps as its choice (tune's best.env sets it; default: "
+        "chosen on the development questions)",
+    )
     release_k: int = var("RAG_RELEASE_K", "5", values.number(int, 1), "an integer >= 1")
     release_max_drop: float = var("RAG_RELEASE_MAX_DROP", "0.05", values.number(float, 0.0), "a share >= 0")
     release_max_faithful_drop: float = var(

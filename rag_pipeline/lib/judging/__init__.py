@@ -59,6 +59,7 @@ from rag_pipeline.lib.judging.stats import (
 from rag_pipeline.lib.judging.summary import (
     SHORT_KEY,
     SUMMARY_COLUMNS,
+    faithful_scores,
     item_scores,
     judged_summary,
     judged_table,
@@ -98,6 +99,7 @@ __all__ = [
     "clopper_pearson",
     "cohen_kappa",
     "corrected_mean",
+    "faithful_scores",
     "item_scores",
     "items_frame",
     "judge_all",

@@ -206,6 +206,22 @@ def served_lines(summary: pd.DataFrame, run: str) -> list[str]:
     return [criterion_line(row) for _, row in mine.iterrows()]
 
 
+def faithful_scores(
+    rows: pd.DataFrame, items: pd.DataFrame, summary: pd.DataFrame, run: tuple[str, str]
+) -> pd.DataFrame:
+    """Per item of the run (strategy, retriever): its judge_version, `faithful` score and label
+    (`faithful_label`, from `items`), as the release gate reads them. A score the judge gives by
+    construction (`summary`'s `by_construction`: the rules on extractive answers) is none: no gate rule
+    rests on a figure that measures nothing."""
+    mine = rows[
+        (rows["strategy"] == run[0]) & (rows["retriever"] == run[1]) & (rows["criterion"] == "faithful")
+    ]
+    scores = item_scores(mine).merge(items, on=KEY, how="left")
+    built = summary[summary["by_construction"].astype(bool) & (summary["criterion"] == "faithful")]
+    scores.loc[scores["llm_version"].isin(set(built["llm_version"])), "score"] = NAN
+    return scores.rename(columns={"score": "faithful"})
+
+
 def question_scores(scores: pd.DataFrame) -> pd.DataFrame:
     """Per item (`KEY` and judge_version), one score column per criterion (NaN: no valid verdict)."""
     wide = scores.set_index([*KEY, "judge_version", "criterion"])["score"].unstack("criterion")
