@@ -19,7 +19,7 @@ def data_dir():
 
 def questions_of(split: object) -> str:
     """What a release's recall is over (a release recorded before `recall_on`: the test questions)."""
-    return SPLIT_NAMES.get(split if isinstance(split, str) else TEST, str(split)) + " questions"
+    return SPLIT_NAMES.get(split if isinstance(split, str) else TEST, f"{split} questions")
 
 
 def live_line(current: dict | None) -> str:

@@ -193,7 +193,9 @@ def main(verified: bool = False) -> int:
         print(f"embedding_version {version}")
     print("\nThe reference experiment's table (dense retrieval):")
     print(to_markdown(reference_table(shown[shown["retriever"] == "dense"])))
-    print(f"\nEvery configuration, best {verdict['measure']} first. {folded_md(same)}")
+    print(
+        f"\nEvery configuration, best {verdict['measure']} on the development questions first. {folded_md(same)}"
+    )
     folded = budget[~budget["strategy"].isin(list(same))], splits[~splits["strategy"].isin(list(same))]
     chosen = configuration(verdict["best"][0]) if verdict.get("best") else None
     matrix = shown_matrix(

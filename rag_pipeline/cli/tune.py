@@ -121,12 +121,13 @@ def run_trial(settings: Settings, session: Path, trial: Trial, number: int, tune
 
 
 def figures(c: Comparison | None) -> dict[str, object]:
-    """The build's configuration compared with, and the best trial's difference from it on test."""
+    """The build's configuration compared with, and the best trial's difference from it on test (the
+    difference of the two values as kept, as the verdict's `delta`)."""
     if c is None:
         return {"configuration": None, "test_delta": None, "test_p": None}
     return {
         "configuration": c.a.split(":", 1)[1],
-        "test_delta": round(c.delta, 4),
+        "test_delta": round(round(c.value_b, 4) - round(c.value_a, 4), 4),
         "test_p": p_value(c.p_value),
     }
 

@@ -120,7 +120,7 @@ class Settings:
         "RAG_ANSWER_RUNS",
         "",
         lambda value: parsers.runs(value) if value.strip(", ") else "",
-        "comma-separated strategy/retriever runs (default: the baseline and the best)",
+        "comma-separated strategy/retriever runs (default: the baseline and the verdict's choice)",
     )
     answer_repeats: int = var("RAG_ANSWER_REPEATS", "1", values.number(int, 1), "an integer >= 1")
     judge: str = one_of("RAG_JUDGE", "rules", "rules", "ollama", "openai")

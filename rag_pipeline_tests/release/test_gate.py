@@ -177,7 +177,7 @@ def test_without_test_questions_the_gate_decides_on_dev_and_says_so():
     worse = decide(results({q: 1 if q > 4 else None for q in every}, dev=every), [], before, 5, 0.05)
     assert worse.decision == REJECTED and worse.recall_on == "dev"
     assert (
-        "on the 20 development (too few test questions to decide) questions both scored" in worse.reasons[0]
+        "on the 20 development questions (too few test questions to decide) both scored" in worse.reasons[0]
     )
     # five test questions are too few to decide: the development ones decide
     assert decide(results({q: 1 for q in every}, dev=every[5:]), [], None, 5, 0.05).recall_on == "dev"

@@ -144,6 +144,8 @@ def reuse(looks: pd.DataFrame, split: Split, experiment: str | None = None) -> R
 def looks_sentence(found: Reuse, limit: int) -> str:
     """What the verdict and `experiments list` say about a test split's reuse; a warning past `limit`
     (RAG_TEST_LOOKS), and one for test questions that chose as development questions before."""
+    if not found.n_test:
+        return "no test question: nothing is confirmed on the test split"
     said = (
         f"the test split ({found.n_test} questions) has confirmed {found.looks} "
         f"choice{'' if found.looks == 1 else 's'}"

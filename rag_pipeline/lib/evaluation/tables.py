@@ -233,7 +233,10 @@ def shown_matrix(matrix: pd.DataFrame, chosen: str | None, baseline: str) -> pd.
     baseline only. A column of every configuration's test figure, each with its own uncorrected
     p-value, invites choosing on the test questions after all."""
     kept = matrix["configuration"].isin([chosen, baseline])
-    return matrix.assign(**{c: matrix[c].where(kept) for c in TEST_COLUMNS if c in matrix})
+    shown = matrix.assign(**{c: matrix[c].where(kept) for c in TEST_COLUMNS if c in matrix})
+    if "p" in shown:  # an exact p-value can be 1e-08: two significant digits, not two decimals
+        shown["p"] = [f"{p:.2g}" if p == p else "" for p in shown["p"]]
+    return shown
 
 
 def glance_tables(
@@ -245,7 +248,7 @@ def glance_tables(
     category of the `chosen` configuration (default: the first) beside the baseline's."""
     shown = ("configuration", HEADLINE, "dev", "test", "Δ", "p")
     top = matrix.head(5)[[c for c in shown if c in matrix]].copy()
-    if "p" in top:
+    if "p" in top and pd.api.types.is_float_dtype(top["p"]):  # `shown_matrix` gives them as text
         top["p"] = [f"{p:.2g}" if p == p else "" for p in top["p"]]
     by_run = category.set_index("configuration")
     runs = {"best": chosen or str(matrix.iloc[0]["configuration"]), "baseline": baseline}

@@ -180,7 +180,11 @@ def criterion_line(row: pd.Series) -> str:
             f"{row['criterion']} {row['judge_mean']:.2f} by construction: the {row['judge_version'].split('|')[0]} "
             "judge passes every answer of this answerer on it, so it measures nothing here"
         )
-    agree = _share(row["repeat_agreement"])
+    agree = (
+        "one valid repeat each: no repeat agreement"
+        if pd.isna(row["repeat_agreement"])
+        else f"judge repeats agree on {row['repeat_agreement']:.0%}"
+    )
     invalid = f", {row['n_invalid']} verdict(s) invalid" if row["n_invalid"] else ""
     skipped = f", {row['n_skipped']} label(s) skipped" if row["n_skipped"] else ""
     flips = ""
@@ -194,7 +198,7 @@ def criterion_line(row: pd.Series) -> str:
             f", reversing the passages changes {row['position_disagreement']:.0%} of verdicts against "
             f"{_share(row['same_order_disagreement'])} in the same order (position bias {net})"
         )
-    return f"{row['criterion']} {_people(row)}, judge repeats agree on {agree}{invalid}{skipped}{flips}"
+    return f"{row['criterion']} {_people(row)}, {agree}{invalid}{skipped}{flips}"
 
 
 def served_lines(summary: pd.DataFrame, run: str) -> list[str]:

@@ -107,7 +107,7 @@ def found(ranks: pd.Series, k: int) -> pd.Series:
     return ranks.fillna(k + 1).astype(int) <= k
 
 
-SPLIT_NAMES = {TEST: "test", DEV: "development (too few test questions to decide)"}
+SPLIT_NAMES = {TEST: "test questions", DEV: "development questions (too few test questions to decide)"}
 
 
 def deciding(questions: pd.DataFrame) -> tuple[np.ndarray, str]:
@@ -164,7 +164,7 @@ def decide(
             if was - now > max_drop + 1e-12:
                 reasons.append(
                     f"evidence recall@k dropped from {was:.3f} to {now:.3f} on the {int(chosen.sum())} "
-                    f"{SPLIT_NAMES[split]} questions both scored (more than RAG_RELEASE_MAX_DROP={max_drop})"
+                    f"{SPLIT_NAMES[split]} both scored (more than RAG_RELEASE_MAX_DROP={max_drop})"
                 )
         critical = sorted(missed.loc[missed["critical"], "question_id"], key=_natural)
         if critical:
@@ -213,7 +213,7 @@ def faithful_drop(both: pd.DataFrame, max_drop: float) -> list[str]:
     if drop > max_drop + 1e-12 and p < SIGNIFICANT:
         return [
             f"answers' faithful fell from {was.mean():.3f} to {now.mean():.3f} on the {len(shared)} "
-            f"{SPLIT_NAMES[split]} questions both had judged ({p_text(p)}; more than "
+            f"{SPLIT_NAMES[split]} both had judged ({p_text(p)}; more than "
             f"RAG_RELEASE_MAX_FAITHFUL_DROP={max_drop})"
         ]
     return []
