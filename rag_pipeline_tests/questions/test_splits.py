@@ -24,9 +24,9 @@ def test_the_bundled_questions_are_stratified_and_follow_their_field_and_nothing
     items = json.loads(BUNDLED_QUESTIONS.read_text(encoding="utf-8"))
     found = frame(items)
     by_stratum = found.groupby(["category", "answerable"])["split"].apply(lambda s: (s == "test").mean())
-    # each stratum within one question of 0.3 of its size (an unstratified draw: 0.27 to 0.41)
+    # each stratum less than one question off 0.3 of its size (an unstratified draw: 0.27 to 0.41)
     sizes = found.groupby(["category", "answerable"]).size()
-    assert ((by_stratum - 0.3).abs() <= 0.5 / sizes + 1e-9).all(), by_stratum
+    assert ((by_stratum - 0.3).abs() < 1 / sizes).all(), by_stratum
     before = dict(zip(found["question_id"], found["split"]))
     dev = [q for q, s in before.items() if s == "dev"]
     test = [q for q, s in before.items() if s == "test"]
@@ -54,6 +54,13 @@ def test_adding_and_removing_questions_moves_at_most_one_other_and_a_larger_shar
     larger = splits(items, 0.5)
     assert {q for q, s in before.items() if s == "test"} < {q for q, s in larger.items() if s == "test"}
     assert splits([{"id": 7, "q": "q?", "slug": None}]) == splits([{"id": "7", "q": "q?", "slug": None}])
+
+
+def test_strata_too_small_for_a_whole_test_question_still_have_some():
+    """40 categories of two questions each: 0.3 x 2 rounds to 0, yet about 30% are test."""
+    items = [{"id": i, "q": f"question {i}?", "slug": None, "category": f"c{i // 2}"} for i in range(80)]
+    share = sum(s == "test" for s in splits(items).values()) / 80
+    assert 0.2 <= share <= 0.4, share
 
 
 def test_a_bad_split_names_the_question_and_the_field():

@@ -38,10 +38,11 @@ class Split:
 
     @classmethod
     def of(cls, rows: pd.DataFrame, questions_sha256: str) -> Split:
-        """From ledger rows (`question_id`, `question_sha256`, `split`; a ledger older than splits
-        has none: nothing is test)."""
+        """From ledger rows (`question_id`, `question_sha256`, `split`, `answerable`): the answerable
+        questions, those the verdict measures (a ledger older than splits has none: nothing is test)."""
         if "split" not in rows:
             return cls(frozenset(), frozenset(), questions_sha256)
+        rows = rows[rows["answerable"].astype(bool)]
         keys = rows["question_id"].astype(str) + ":" + rows["question_sha256"].astype(str)
         return cls(
             frozenset(keys[rows["split"] == TEST]), frozenset(keys[rows["split"] == DEV]), questions_sha256
@@ -147,8 +148,8 @@ def looks_sentence(found: Reuse, limit: int) -> str:
     if not found.n_test:
         return "no test question: nothing is confirmed on the test split"
     said = (
-        f"the test split ({found.n_test} questions) has confirmed {found.looks} "
-        f"choice{'' if found.looks == 1 else 's'}"
+        f"the test split ({found.n_test} question{'' if found.n_test == 1 else 's'}) has confirmed "
+        f"{found.looks} choice{'' if found.looks == 1 else 's'}"
     )
     if found.fresh and found.fresh < found.n_test:
         said += f" ({found.fresh} of its questions looked at for the first time)"
