@@ -45,7 +45,6 @@ from rag_pipeline.settings import (
     Settings,
     SettingsError,
 )
-from rag_pipeline.settings.variables import shown
 
 
 def live_release(data, verified: bool) -> dict | ReleaseError | None:
@@ -85,8 +84,8 @@ def stale_lines(reports) -> list[str]:
 def pointing(env: Mapping[str, str]) -> dict[str, str]:
     """The variables that point a command at this build rather than `make run`'s: `DAGSTER_HOME`, the
     path settings that differ from their defaults (`make holdout` sets four), then every other
-    setting that differs from its default (tune's `best.env` sets the retrieval settings a
-    configuration was measured under): a command without them acts on another build."""
+    setting of the build that differs from its default (tune's `best.env` sets the retrieval settings
+    a configuration was measured under): a command without them acts on another build."""
     home = env.get("DAGSTER_HOME")
     # DAGSTER_HOME stays absolute: Dagster takes no other
     found = {"DAGSTER_HOME": home} if home and Path(home).resolve() != DEFAULT_DAGSTER_HOME.resolve() else {}
@@ -94,11 +93,9 @@ def pointing(env: Mapping[str, str]) -> dict[str, str]:
     settings = Settings.from_env(env)
     ours = settings.path_variables().items()
     paths = {name: shown_path(value) for name, value in ours if default.get(name) != value}
-    others = {
-        declared.name: shown(getattr(settings, field))
-        for field, declared in VARS.items()
-        if field not in PATH_FIELDS and getattr(settings, field) != getattr(DEFAULTS, field)
-    }
+    # the settings a build is made under (`Settings.shared`), not how one process runs it (`make
+    # run` itself sets RAG_RETRY_AFTER)
+    others = {k: v for k, v in settings.shared().items() if k not in {VARS[f].name for f in PATH_FIELDS}}
     return found | paths | others
 
 
@@ -108,25 +105,31 @@ def typed(variables: Mapping[str, str], leave_out: tuple[str, ...] = ()) -> str:
 
 
 def next_lines(
-    data, current: dict | ReleaseError | None, verdict: dict, where: Mapping[str, str] | None = None
+    data,
+    current: dict | ReleaseError | None,
+    verdict: dict,
+    where: Mapping[str, str] | None = None,
+    same: Mapping[str, str] | None = None,
 ) -> list[str]:
     """What the user got and what to do next: the served run (and whether it is the baseline or the
     best), an `ask` with a question of their set, the UI, and how to serve the best configuration;
     each command with the variables `where` (`pointing`) it needs to act on this build: `ask` opens
-    no Dagster instance."""
-    where = where or {}
+    no Dagster instance. `same`: the strategies the report folds into another with the same chunks
+    (a run of one is the run of the other)."""
+    where, same = where or {}, same or {}
     current = None if isinstance(current, ReleaseError) else current
     best = configuration(verdict["best"][0]) if verdict.get("best") else None
     lines = []
     if current is not None:
-        served = current["run"]
+        strategy, _, retriever = current["run"].partition("/")
+        served = f"{same.get(strategy, strategy)}/{retriever}"
         role = (
             "the baseline"
             if served == configuration(str(verdict.get("baseline")))
             else "set by RAG_RELEASE_RUN"
         )
         role = "the best configuration" if served == best else role
-        lines.append(f"\nserved: {served} ({role}), commit {current['commit'][:12]}")
+        lines.append(f"\nserved: {current['run']} ({role}), commit {current['commit'][:12]}")
     questions = data / "notes" / "questions.parquet"
     example = None
     if questions.exists():
@@ -140,7 +143,7 @@ def next_lines(
     lines.append(
         f"  {typed(where)}make dev    the Dagster UI on http://127.0.0.1:3000 (evaluation_summary holds the report)"
     )
-    if best and current is not None and current["run"] != best:
+    if best and current is not None and served != best:
         lines.append(
             f"  RAG_RELEASE_RUN={best} {typed(where, ('RAG_RELEASE_RUN',))}make run    serve the best "
             "configuration instead"
@@ -221,7 +224,7 @@ def main(verified: bool = False) -> int:
     print("\n".join(judged_lines(reports, current, verdict)))
     print(f"\nfull report: {reports / 'report.md'}")
     print(release_summary(reports.parent, current))
-    print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict, where)))
+    print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict, where, same)))
     print(f"\nVerdict: {plain(verdict['wording'])}{looks_note(reports.parent)}")
     return 0
 

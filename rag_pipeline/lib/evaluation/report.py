@@ -178,8 +178,11 @@ def single_report(
         tables.ranks[~tables.ranks["strategy"].isin(list(same))],
     )
     matrix = tables.matrix[~tables.matrix["strategy"].isin(list(same))].reset_index(drop=True)
-    kept = run_label(*reported.kept) if reported.kept else None
-    judged = verdict(matrix, run_label(*baseline), LABELS[source], kept)
+    # the run kept as chosen, under the name the tables fold its strategy into
+    chosen = (
+        run_label(same.get(reported.kept[0], reported.kept[0]), reported.kept[1]) if reported.kept else None
+    )
+    judged = verdict(matrix, run_label(*baseline), LABELS[source], chosen)
     candidate_k = settings.candidate_k
     dense = summary[summary["retriever"] == "dense"]
     drawn = Drawn({} if drawn is None else drawn)
