@@ -144,6 +144,12 @@ def _verdict(matrix: pd.DataFrame, baseline: str, kept: str | None) -> dict[str,
         "dev_p": None if pd.isna(dev_p) else p_value(dev_p),
     }
     delta, p = compared["delta"], compared["p_value"]
+    if delta is None or p is None:  # the baseline scored under another embedder: no shared figures
+        return judged | {
+            "compared_on": None,
+            "wording": f"{said}; the baseline `{baseline}` has no figure on the same questions, so nothing "
+            "is confirmed.",
+        }
     if compared["compared_on"] == "dev":
         return judged | {
             "wording": f"{said}; {n_test} answerable test question(s) are too few to confirm anything "
