@@ -92,6 +92,8 @@ def build_assets(
     baseline = evaluation.baseline_for(strategies)
     evaluated = [spec.name for spec in plan(list(resources["retrieval"].retrievers))[0]]
     served = release.release_run(resources["release"].run, baseline, evaluated)
+    chosen = resources["release"].chosen
+    kept = tuple(chosen.split("/", 1)) if chosen else None
     return [
         *conditions.with_conditions(
             [
@@ -101,7 +103,7 @@ def build_assets(
                 sources.cleaned_notes,
                 questions.questions_asset(resources),
                 *lanes,
-                evaluation.summary_asset(strategies, resources),
+                evaluation.summary_asset(strategies, resources, kept),
                 serving.evaluation_asset(strategies, resources),
                 answers.answers_asset(strategies, baseline, served, resources),
                 judgments.judgments_asset(strategies, served, resources),
@@ -130,14 +132,15 @@ index_and_evaluate = asset_job()
 
 
 def check_runs(settings: Settings, strategies: list[Strategy]) -> None:
-    """Every `RAG_ANSWER_RUNS` run and the `RAG_RELEASE_RUN` is one the pipeline evaluates: checked
-    when the code location loads, not at the answers or release step."""
+    """Every `RAG_ANSWER_RUNS` run, the `RAG_RELEASE_RUN` and the `RAG_CHOSEN_RUN` is one the pipeline
+    evaluates: checked when the code location loads, not at the step that reads it."""
     names = {s.name for s in strategies}
     retrievers = {spec.name for spec in plan(list(settings.retrievers))[0]}  # the named and their inputs
     named = [("RAG_ANSWER_RUNS", run) for run in filter(None, settings.answer_runs.split(","))]
     for variable, run in [
         *named,
         *([("RAG_RELEASE_RUN", settings.release_run)] if settings.release_run else []),
+        *([("RAG_CHOSEN_RUN", settings.chosen_run)] if settings.chosen_run else []),
     ]:
         strategy, retriever = run.split("/", 1)
         if strategy not in names or retriever not in retrievers:

@@ -22,6 +22,7 @@ from rag_pipeline.lib.questions import (
     gold_counts,
     gold_problems,
     invalid_gold_message,
+    question_splits,
     questions_frame,
     quoting_warnings,
     resolve_label_commits,
@@ -65,7 +66,11 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         )
         texts = dict(zip(cleaned["note"], cleaned["text"]))
         repo = notes_repo.open()
-        items = resolve_label_commits(repo, questions_file.load(), source)
+        asked = questions_file.load()
+        # split as the file has the questions: a note's access moving a question's category moves
+        # no question's split
+        splits = question_splits(asked, questions_file.test_share)
+        items = resolve_label_commits(repo, asked, source)
         # a labelled question whose note is gone is stale, not an error
         check_notes_exist([q for q in items if q.commit is None], set(texts), source)
         items = with_access(items, dict(zip(cleaned["note"], cleaned["access"])), source)
@@ -83,7 +88,7 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         if problems:
             context.log.warning(invalid_gold_message(source, problems))
         status = {q: s.status for q, s in statuses.items()}
-        frame = questions_frame(items, texts, problems, status, questions_file.test_share)
+        frame = questions_frame(items, texts, problems, status, splits=splits)
         frame["questions_sha256"] = digest
         path = store.write(frame, lanes.QUESTIONS)
         drift_path = store.path(lanes.GOLD_DRIFT)

@@ -120,7 +120,7 @@ class Settings:
         "RAG_ANSWER_RUNS",
         "",
         lambda value: parsers.runs(value) if value.strip(", ") else "",
-        "comma-separated strategy/retriever runs (default: the baseline and the best)",
+        "comma-separated strategy/retriever runs (default: the baseline and the verdict's choice)",
     )
     answer_repeats: int = var("RAG_ANSWER_REPEATS", "1", values.number(int, 1), "an integer >= 1")
     judge: str = one_of("RAG_JUDGE", "rules", "rules", "ollama", "openai")
@@ -141,6 +141,13 @@ class Settings:
         "",
         lambda value: parsers.one_run(value) if value.strip() else "",
         "one strategy/retriever run (default: the report's baseline)",
+    )
+    chosen_run: str = var(
+        "RAG_CHOSEN_RUN",
+        "",
+        lambda value: parsers.one_run(value) if value.strip() else "",
+        "one strategy/retriever run the verdict keeps as its choice (tune's best.env sets it; default: "
+        "chosen on the development questions)",
     )
     release_k: int = var("RAG_RELEASE_K", "5", values.number(int, 1), "an integer >= 1")
     release_max_drop: float = var("RAG_RELEASE_MAX_DROP", "0.05", values.number(float, 0.0), "a share >= 0")

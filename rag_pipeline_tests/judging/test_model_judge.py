@@ -3,6 +3,8 @@ model can be installed here), through the answerer's client and cache."""
 
 import re
 
+import pandas as pd
+
 from rag_pipeline.lib.judging import PROMPT_DIGEST, item_scores, judge_all, make_judge
 from rag_pipeline_tests.fakes.judge import FakeJudge
 from rag_pipeline_tests.fakes.llm import DIGEST, MODEL
@@ -23,7 +25,8 @@ def test_the_majority_of_five_repeats_recovers_the_truth_and_a_rerun_asks_nothin
     with FakeJudge(truth, flip=0.2) as server:
         judge = make_judge("openai", tmp_path / "cache", url=server.url, model=MODEL)
         judged = judge_all(judge, ITEMS, repeats=5, bias_sample=10)
-        assert judged.asked == len(server.requests) == 60 * 3 * 5 + 10
+        # the reversed prompt of 10 answers at every repeat
+        assert judged.asked == len(server.requests) == 60 * 3 * 5 + 10 * 5
         scores = item_scores(judged.rows).set_index(["question_id", "criterion"])["score"]
         majority = [
             (scores[(i.question_id, "faithful")] > 0.5) == (int(i.question_id) % 3 != 0) for i in ITEMS
@@ -33,8 +36,29 @@ def test_the_majority_of_five_repeats_recovers_the_truth_and_a_rerun_asks_nothin
         seeds = {r["seed"] for r in server.requests if "question 7\n" in r["messages"][-1]["content"]}
         assert seeds == {0, 1, 2, 3, 4}
         again = judge_all(make_judge("openai", tmp_path / "cache", url=server.url, model=MODEL), ITEMS, 5, 10)
-        assert again.asked == 0 and len(server.requests) == 910
+        assert again.asked == 0 and len(server.requests) == 950
         assert again.rows.equals(judged.rows) and again.flips == judged.flips
+
+
+def first_listed(prompt: str) -> bool:
+    """A judge swayed by order alone: yes when passage [1] is listed first (`correct` shows none)."""
+    return prompt.find("[1] passage a") <= prompt.find("[2] passage b")
+
+
+def test_position_bias_is_measured_net_of_the_judges_own_noise(tmp_path):
+    """An order-ignoring judge saying yes at random 70% of the time disagrees with itself on 42% of
+    pairs in either order: its position bias reads about 0. A judge swayed by order alone flips all."""
+    with FakeJudge(yes=0.7) as server:
+        judge = make_judge("openai", tmp_path / "random", url=server.url, model=MODEL)
+        flips = judge_all(judge, ITEMS, repeats=3, bias_sample=60).flips
+    (random,) = flips.values()
+    assert 0.3 < random.across < 0.55 and 0.3 < random.same < 0.55 and abs(random.rate) < 0.1
+    with FakeJudge(first_listed) as server:
+        judge = make_judge("openai", tmp_path / "order", url=server.url, model=MODEL)
+        (swayed,) = judge_all(judge, ITEMS, repeats=2, bias_sample=20).flips.values()
+        (once,) = judge_all(judge, ITEMS, repeats=1, bias_sample=20).flips.values()
+    assert (swayed.across, swayed.same, swayed.rate) == (1.0, 0.0, 1.0)
+    assert once.across == 1.0 and pd.isna(once.rate)  # one repeat: no same-order baseline
 
 
 def test_an_unparsable_reply_is_invalid_and_no_score(tmp_path):

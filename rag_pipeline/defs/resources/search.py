@@ -81,9 +81,12 @@ class ReleaseResource(FromSettings):
     """Which run the application serves, and how much worse a new index may be before it is held back."""
 
     run: str = setting("release_run")  # strategy/retriever; empty: the report's baseline
+    chosen: str = setting("chosen_run")  # what the verdict keeps as chosen; empty: chosen on dev
     k: int = setting("release_k")
     max_drop: float = setting("release_max_drop")
     max_faithful_drop: float = setting("release_max_faithful_drop")
 
     def version(self) -> str:
-        return config_digest(self.model_dump())
+        return config_digest(
+            self.model_dump(exclude={"chosen"})
+        )  # the verdict's: evaluation_summary names it

@@ -9,7 +9,18 @@ from rag_pipeline.lib.evaluation.experiments import (
     record_experiment,
 )
 from rag_pipeline.lib.evaluation.judged import record_judged
-from rag_pipeline.lib.evaluation.looks import look_counts, looks_sentence, record_look
+from rag_pipeline.lib.evaluation.looks import (
+    Reuse,
+    Split,
+    experiment_reuse,
+    experiment_split,
+    import_looks,
+    looks_sentence,
+    read_looks,
+    record_confirmed,
+    record_look,
+    reuse,
+)
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, plain, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
@@ -39,7 +50,14 @@ from rag_pipeline.lib.evaluation.sets import (
 )
 from rag_pipeline.lib.evaluation.significance import holm, paired_randomization
 from rag_pipeline.lib.evaluation.splits import split_figures, split_table
-from rag_pipeline.lib.evaluation.tables import Reported, glance_tables, matrix_table, records, reference_table
+from rag_pipeline.lib.evaluation.tables import (
+    Reported,
+    glance_tables,
+    matrix_table,
+    records,
+    reference_table,
+    shown_matrix,
+)
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.evaluation.versus import (
     Comparison,
@@ -62,19 +80,23 @@ __all__ = [
     "LedgerError",
     "Report",
     "Reported",
+    "Reuse",
+    "Split",
     "UnknownReference",
     "access_at",
     "build_report",
     "compare",
     "compare_all",
     "decided_rows",
+    "experiment_reuse",
+    "experiment_split",
     "glance_tables",
     "headline_md",
     "headline_numbers",
     "heatmap",
     "holds",
     "holm",
-    "look_counts",
+    "import_looks",
     "looks_sentence",
     "matrix_table",
     "paired_randomization",
@@ -86,8 +108,10 @@ __all__ = [
     "question_outcomes",
     "question_sets",
     "rank_agreement",
+    "read_looks",
     "recall_at_k",
     "recall_grid",
+    "record_confirmed",
     "record_experiment",
     "record_judged",
     "record_look",
@@ -97,8 +121,10 @@ __all__ = [
     "repair",
     "report_provenance",
     "resolve",
+    "reuse",
     "same_chunks",
     "short",
+    "shown_matrix",
     "split_figures",
     "split_table",
     "strategy_outcomes",
