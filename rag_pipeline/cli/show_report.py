@@ -107,12 +107,7 @@ def next_lines(
         )
         role = "the best configuration" if served == best else role
         lines.append(f"\nserved: {served} ({role}), commit {current['commit'][:12]}")
-    questions = data / "notes" / "questions.parquet"
-    example = None
-    if questions.exists():
-        frame = read_frame(questions, columns=["q", "answerable", "groups"])
-        public = frame[frame["answerable"] & frame["groups"].isna()]
-        example = str(public["q"].iloc[0]) if len(public) else None
+    example = ask_example(data, current["run"] if current else None)
     lines.append("next:")
     if example:
         asking = typed(where, ("RAG_DATA_DIR",))
@@ -125,6 +120,32 @@ def next_lines(
             f"  RAG_RELEASE_RUN={best} {typed(where)}make run    serve the best configuration instead"
         )
     return lines
+
+
+def ask_example(data, run: str | None) -> str | None:
+    """The question `ask` is shown with: the first public answerable one that the served `run` (as
+    `strategy/retriever`) answered with a citation of its evidence, so that the example shows an
+    answer; else the first public answerable one."""
+    questions = data / "notes" / "questions.parquet"
+    if not questions.exists():
+        return None
+    frame = read_frame(questions, columns=["question_id", "q", "answerable", "groups"])
+    public = frame[frame["answerable"] & frame["groups"].isna()]
+    answers = data / "answers" / "answers.parquet"
+    if run is not None and answers.exists():
+        strategy, retriever = run.split("/", 1)
+        found = read_frame(
+            answers, columns=["question_id", "strategy", "retriever", "abstained", "citation_correct"]
+        )
+        shown = found[
+            (found["strategy"] == strategy)
+            & (found["retriever"] == retriever)
+            & ~found["abstained"].astype(bool)
+            & found["citation_correct"].fillna(False).astype(bool)
+        ]
+        answered = public[public["question_id"].isin(set(shown["question_id"]))]
+        public = answered if len(answered) else public
+    return str(public["q"].iloc[0]) if len(public) else None
 
 
 def judged_lines(reports, current: dict | ReleaseError | None, verdict: dict) -> list[str]:
@@ -193,7 +214,7 @@ def main(verified: bool = False) -> int:
         print(SHORT_KEY)
     current = live_release(reports.parent, verified)
     print("\n".join(judged_lines(reports, current, verdict)))
-    print(f"\nfull report: {reports / 'report.md'}")
+    print(f"\nfull report: {shown_path(reports / 'report.md')}")
     print(release_summary(reports.parent, current))
     print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict, where)))
     print(f"\nVerdict: {plain(verdict['wording'])}{looks_note(reports.parent)}")

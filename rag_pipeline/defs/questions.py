@@ -61,7 +61,7 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         digest, source = questions_file.sha256(), questions_file.path
         commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
         cleaned = store.read(
-            lanes.CLEANED_NOTES, columns=["note", "path", "source_version", "text", "access"]
+            lanes.CLEANED_NOTES, columns=["note", "path", "source_version", "text", "access", "title"]
         )
         texts = dict(zip(cleaned["note"], cleaned["text"]))
         repo = notes_repo.open()
@@ -70,7 +70,7 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         check_notes_exist([q for q in items if q.commit is None], set(texts), source)
         items = with_access(items, dict(zip(cleaned["note"], cleaned["access"])), source)
         quoting = quoting_warnings(
-            items, QuoteCheck(zip(cleaned["note"], cleaned["access"], cleaned["text"])), source
+            items, QuoteCheck(zip(*(cleaned[c] for c in ("note", "access", "text", "title")))), source
         )
         for line in quoting:  # the question is still asked: a warning, not a failure
             context.log.warning(line)
