@@ -4,7 +4,7 @@ pre-filter (no groups: public notes only), without the notes a newer commit rest
 since (`release/revoked.json`), prints the ranked passages and an answer with citations
 from the configured `RAG_LLM`. Exits 2 on a bad setting or argument, when nothing is released, the
 configured embedder is not the one the live release was embedded with, or a group is named by no
-note and no question; 1 when the embedding or chat server fails."""
+note and no question; 1 when the embedding or chat server or the object store fails."""
 
 import argparse
 import os
@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from rag_pipeline.lib.answers import LLMError, make_prompt, parse_reply
 from rag_pipeline.lib.answers.units import Unit
-from rag_pipeline.lib.core import AnyPath, location, read_frame, unknown_group
+from rag_pipeline.lib.core import AnyPath, StorageError, location, read_frame, unknown_group
 from rag_pipeline.lib.embedding import EmbeddingError
 from rag_pipeline.lib.release import RELEASE_DIR, ReleaseError, read_current, released_table
 from rag_pipeline.lib.serving import LiveTable, RevokedError, ServedTable, search_rows, table_key
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return answer(args, settings)
-    except (EmbeddingError, LLMError) as exc:  # a server down or misbehaving: its own line names it
+    except (EmbeddingError, LLMError, StorageError) as exc:  # a server down or misbehaving: its line names it
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

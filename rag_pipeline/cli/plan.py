@@ -14,7 +14,7 @@ import pandas as pd
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.sources import cleaned_rows, known_notes
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
-from rag_pipeline.lib.core import version_key
+from rag_pipeline.lib.core import StorageError, clipped, version_key
 from rag_pipeline.lib.embedding import Passages, text_hashes
 from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote
 
@@ -118,8 +118,10 @@ def embedding_line(defs: dg.Definitions, instance: dg.DagsterInstance, wanted, h
     """How many passages the run will embed, and about how long that takes here."""
     try:
         count, chars = pending(defs, wanted, head, strategies)
+    except StorageError:  # the data directory cannot be read: nothing can run (`make run` says so)
+        raise
     except Exception as exc:  # a note or a user's chunker the run's own step will name, as it does
-        return f"  embed: not counted ({' '.join(str(exc).split())[:160]})"
+        return f"  embed: not counted ({clipped(exc, 300)})"
     if not count:
         return "  embed: nothing, every passage is in the vector store"
     version = defs.resources["embedder"].get().embedding_version

@@ -84,6 +84,10 @@ class Progress:
                 self.checks_failed.setdefault(check.asset_key.to_user_string(), []).append(
                     (check.check_name, problem)
                 )
+        elif event.event_type == dg.DagsterEventType.RUN_FAILURE and not self.verbose:
+            error = event.event_specific_data.error if event.event_specific_data else None
+            if error is not None:  # the run itself failed, not a step (a lease on an object store)
+                self.show(f"  FAILED  {user_message(error)}")
         elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
             message = user_message(error) if error else "failed"

@@ -24,7 +24,7 @@ from rag_pipeline.cli.plan import plan_lines
 from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import StrategyError
-from rag_pipeline.lib.core import DirectoryLock
+from rag_pipeline.lib.core import DirectoryLock, StorageError
 from rag_pipeline.lib.questions import QuestionsError
 from rag_pipeline.lib.sources import NotesSourceError
 from rag_pipeline.settings import DEFAULT_DAGSTER_HOME, SettingsError
@@ -222,6 +222,9 @@ def run(args: list[str]) -> int:
             except (NotesSourceError, QuestionsError) as exc:  # the repository, ref or questions file set
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
+            except StorageError as exc:  # the data directory's object store: its endpoint and variables
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
             if not wanted or plan:
                 return 0
             progress = Progress(verbose=verbose, tty=sys.stdout.isatty())

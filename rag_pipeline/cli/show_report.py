@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rag_pipeline.cli.release import decision_lines, live_line, narrowed_lines
 from rag_pipeline.lib.answers import SHORT_KEY, answer_table
-from rag_pipeline.lib.core import location, read_frame, shown_path
+from rag_pipeline.lib.core import StorageError, location, read_frame, shown_path
 from rag_pipeline.lib.evaluation import (
     LEDGER,
     SHOWN,
@@ -170,6 +170,15 @@ def main(verified: bool = False) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        return show(where, verified)
+    except StorageError as exc:  # the object store down: one line naming it and the variables
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def show(where: Mapping[str, str], verified: bool) -> int:
+    """Print the report of the data directory the environment names; the exit status."""
     reports = location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR)) / "reports"
     path = reports / "evaluation_summary.parquet"
     if not path.exists():

@@ -6,6 +6,7 @@ import dagster as dg
 import pandas as pd
 
 from rag_pipeline.defs.resources import DataStore, QuestionsFile, RetrievalResource
+from rag_pipeline.lib.core import clipped
 from rag_pipeline.lib.evaluation import (
     LEDGER,
     NOT_RECORDED,
@@ -49,7 +50,7 @@ def experiment_entries(
         said, markdown = previous_md(root)
         looks = looks_sentence(sha, look_counts(root).get(sha, 0), questions_file.test_looks)
     except (OSError, ValueError) as exc:  # an object store's, Arrow's and JSON's errors are among them
-        said = f"{NOT_RECORDED} ({' '.join(str(exc).split())[:300]})"
+        said = f"{NOT_RECORDED} ({clipped(exc, 300)})"
         log.warning(f"{said}; the build goes on")
         markdown = f"{said[0].upper()}{said[1:]}. `{REPAIR}` rebuilds the ledger's listing."
         looks = ""

@@ -33,14 +33,21 @@ def var(name: str, default: str, parse: Callable[[str], Any], accepted: str, sha
     return dataclasses.field(metadata={"var": Var(name, default, parse, accepted, shared)})
 
 
+def count(name: str, default: str, low: int, high: int, what: str = "", shared: bool = True) -> Any:
+    """A count from `low` to `high` (`what`: how it is used, said after the bounds)."""
+    accepted = f"an integer from {low} to {high:,}{f': {what}' if what else ''}"
+    return var(name, default, values.number(int, low, high), accepted, shared=shared)
+
+
 def timeout(name: str, default: str) -> Any:
     """A server's timeout: seconds per request (how patiently a process fetches: not shared)."""
-    return var(name, default, values.number(float, 0.001), "seconds per request, > 0", shared=False)
+    parse = values.number(float, 0.001, 3600.0)
+    return var(name, default, parse, "seconds per request, > 0 and at most 3600", shared=False)
 
 
 def retries(name: str) -> Any:
     """How often a failed request to a server is tried again (default 4; not shared)."""
-    return var(name, "4", values.number(int, 0), "an integer >= 0", shared=False)
+    return count(name, "4", 0, 20, shared=False)
 
 
 def one_of(name: str, default: str, *options: str, shared: bool = True) -> Any:

@@ -111,6 +111,31 @@ def test_an_unreachable_object_store_names_the_variables(monkeypatch):
 
 
 @pytest.mark.parametrize(
+    ("module", "args", "status"),
+    [
+        ("rag_pipeline.run", ["--plan"], 1),
+        ("rag_pipeline.ask", ["What is WAL?"], 1),
+        ("rag_pipeline.experiments", ["list"], 2),
+        ("rag_pipeline.release", [], 2),
+        ("rag_pipeline.show_report", [], 1),
+    ],
+)
+def test_every_command_says_an_unreachable_object_store_in_one_line(
+    small_env, tmp_path, module, args, status
+):
+    endpoint = f"http://127.0.0.1:{free_port()}"  # a closed port
+    aws = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
+    env = small_env | aws | {"RAG_DATA_DIR": "s3://rag-bucket/run", "AWS_DEFAULT_REGION": "us-east-1"}
+    done = cli(module, args, env, tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == status and len(lines) == 1, done.stdout + done.stderr
+    assert lines[0].startswith("error: s3://rag-bucket/run/") and f"via endpoint {endpoint}, " in lines[0]
+    assert lines[0].endswith(
+        "check AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3), AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    )
+
+
+@pytest.mark.parametrize(
     ("value", "detail"),
     [
         ("section/rrf+ctxx", "unknown retriever 'rrf+ctxx'"),

@@ -26,6 +26,7 @@ import httpx
 import tenacity
 
 from rag_pipeline.lib.core.deadline import DeadlineTransport, within
+from rag_pipeline.lib.core.text import clipped
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 
@@ -165,7 +166,7 @@ class JsonClient:
             except ValueError:
                 raise ServerError(
                     f"{self.name} {url}: HTTP {status} but the reply is not JSON "
-                    f"({response.text[:80]!r}); is {self.url} the server's base URL?",
+                    f"({clipped(response.text, 80)!r}); is {self.url} the server's base URL?",
                     status,
                 ) from None
         wait = retry_after_seconds(response.headers.get("retry-after")) if status in (429, 503) else None
@@ -210,8 +211,8 @@ def server_message(response: httpx.Response) -> str:
     try:
         body = response.json()
     except ValueError:
-        return response.text[:200]
+        return clipped(response.text, 200)
     error = body.get("error", body) if isinstance(body, dict) else body
     if isinstance(error, dict):
         error = error.get("message", error)
-    return str(error)[:300]
+    return clipped(error, 300)
