@@ -16,7 +16,7 @@ from rag_pipeline.defs.sources import cleaned_rows, known_notes
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
 from rag_pipeline.lib.core import StorageError, clipped, version_key
 from rag_pipeline.lib.embedding import Passages, text_hashes
-from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote
+from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote, note_entries, resolve_commit
 
 MEASURED = 10  # the materializations of a lane searched back for its last measured embedding
 
@@ -132,6 +132,21 @@ def embedding_line(defs: dg.Definitions, instance: dg.DagsterInstance, wanted, h
         return f"{said}; no embedding rate measured on this machine for this embedder yet"
     when = datetime.datetime.fromtimestamp(rate[1]).strftime("%Y-%m-%d %H:%M")
     return f"{said}: about {duration(chars / rate[0])} at {rate[0]:,.0f} characters/s (measured {when})"
+
+
+def too_many_shards(defs: dg.Definitions, shards: int, head: str) -> str | None:
+    """What is wrong with `RAG_SHARDS` above the number of notes at `head` (shards that hold no
+    note), None when nothing is."""
+    if shards == 1:
+        return None
+    repo = defs.resources["notes_repo"]
+    notes = len(note_entries(resolve_commit(repo.open(), head), repo.glob, repo.exclude))
+    if shards <= notes:
+        return None
+    return (
+        f"RAG_SHARDS={shards} is more than the {notes} notes at {head[:12]}: a shard would hold no "
+        f"note; set RAG_SHARDS to {max(notes, 1)} or fewer"
+    )
 
 
 def stale_summary(stale: Mapping[dg.AssetKey, str], shown: int = 4) -> str:

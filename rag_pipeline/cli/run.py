@@ -20,7 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.cli.plan import plan_lines
+from rag_pipeline.cli.plan import plan_lines, too_many_shards
 from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import StrategyError
@@ -218,8 +218,14 @@ def run(args: list[str]) -> int:
                     wait_while_busy(instance, name, settings)
                 observed, wanted = due(defs, instance, plan)
                 head = observed[HEAD]
+                if problem := too_many_shards(defs, settings.shards, head):
+                    raise SettingsError(problem)
                 print("\n".join(plan_lines(defs, instance, head, wanted, strategies)))
-            except (NotesSourceError, QuestionsError) as exc:  # the repository, ref or questions file set
+            except (
+                NotesSourceError,
+                QuestionsError,
+                SettingsError,
+            ) as exc:  # the notes, questions, shards set
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
             except StorageError as exc:  # the data directory's object store: its endpoint and variables

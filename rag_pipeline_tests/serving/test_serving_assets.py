@@ -116,7 +116,8 @@ def test_ann_min_rows_comes_from_the_environment():
     resources = resources_from_env({"RAG_ANN_MIN_ROWS": "20000"})
     assert resources["serving"].ann().min_rows == 20000
     with pytest.raises(
-        SettingsError, match="RAG_ANN_MIN_ROWS='100' is not valid: expected an integer >= 256"
+        SettingsError,
+        match="RAG_ANN_MIN_ROWS='100' is not valid: expected an integer from 256 to 100,000,000",
     ):
         Settings.from_env({"RAG_ANN_MIN_ROWS": "100"})
 
