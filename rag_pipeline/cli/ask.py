@@ -2,7 +2,8 @@
 release. Searches the live table of the release run (or of `--strategy`) with the asker's groups as a
 pre-filter (no groups: public notes only), without the notes a newer commit restricted or deleted
 since (`release/revoked.json`), prints the ranked passages and an answer with citations
-from the configured `RAG_LLM`. Exits 2 on a bad setting or argument, when nothing is released, the
+from the configured `RAG_LLM`. Exits 2 on a bad setting or argument (a question longer than
+RAG_ASK_MAX_CHARS), when nothing is released, the
 configured embedder is not the one the live release was embedded with, or a group is named by no
 note and no question; 1 when the embedding or chat server or the object store fails."""
 
@@ -55,6 +56,13 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings.from_env(os.environ)
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if len(args.question) > settings.ask_max_chars:  # sent to the embedder and the answerer: refused
+        print(
+            f"error: the question is {len(args.question):,} characters long, more than "
+            f"RAG_ASK_MAX_CHARS={settings.ask_max_chars:,}; shorten it, or raise RAG_ASK_MAX_CHARS",
+            file=sys.stderr,
+        )
         return 2
     try:
         return answer(args, settings)

@@ -33,12 +33,6 @@ def var(name: str, default: str, parse: Callable[[str], Any], accepted: str, sha
     return dataclasses.field(metadata={"var": Var(name, default, parse, accepted, shared)})
 
 
-def count(name: str, default: str, low: int, high: int, what: str = "", shared: bool = True) -> Any:
-    """A count from `low` to `high` (`what`: how it is used, said after the bounds)."""
-    accepted = f"an integer from {low} to {high:,}{f': {what}' if what else ''}"
-    return var(name, default, values.number(int, low, high), accepted, shared=shared)
-
-
 def timeout(name: str, default: str) -> Any:
     """A server's timeout: seconds per request (how patiently a process fetches: not shared)."""
     parse = values.number(float, 0.001, 3600.0)
@@ -47,7 +41,7 @@ def timeout(name: str, default: str) -> Any:
 
 def retries(name: str) -> Any:
     """How often a failed request to a server is tried again (default 4; not shared)."""
-    return count(name, "4", 0, 20, shared=False)
+    return var(name, "4", values.number(int, 0, 20), "an integer from 0 to 20", shared=False)
 
 
 def one_of(name: str, default: str, *options: str, shared: bool = True) -> Any:

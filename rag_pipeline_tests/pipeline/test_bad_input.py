@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from rag_pipeline.definitions import build_definitions
 from rag_pipeline.lib.answers import LLMError, OllamaLLM, OpenAILLM, Unit, make_prompt
 from rag_pipeline.lib.core import StorageError, location, read_table, write_bytes
 from rag_pipeline.lib.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
@@ -228,7 +227,7 @@ BAD_SETTINGS = [
     (
         "rag_pipeline.run",
         {"RAG_EMBED_TIMEOUT": "inf"},
-        "error: RAG_EMBED_TIMEOUT='inf' is not valid: expected seconds per request, > 0 (inf is not a finite "
+        "error: RAG_EMBED_TIMEOUT='inf' is not valid: expected seconds per request, > 0 and at most 3600 (inf is not a finite "
         "number)",
     ),
     (
@@ -246,7 +245,7 @@ BAD_SETTINGS = [
     (
         "rag_pipeline.ask",
         {"RAG_LLM_TIMEOUT": "inf"},
-        "error: RAG_LLM_TIMEOUT='inf' is not valid: expected seconds per request, > 0 (inf is not a finite "
+        "error: RAG_LLM_TIMEOUT='inf' is not valid: expected seconds per request, > 0 and at most 3600 (inf is not a finite "
         "number)",
     ),
     ("rag_pipeline.ask --k 0", {}, "error: --k 0: ask for one passage or more (--k 1 or higher)"),
@@ -288,19 +287,3 @@ def test_ask_with_its_embedding_server_down_names_the_server(notes_repo, questio
         last,
     ), done.stderr
     assert len(waits) == 1 and "waiting" in waits[0] and "then attempt 2 of 2" in waits[0], waits
-
-
-def test_more_shards_than_a_run_holds_or_than_there_are_notes_are_refused_at_once(small_env, tmp_path):
-    with pytest.raises(SettingsError) as error:
-        build_definitions(Settings.from_env(small_env | {"RAG_SHARDS": "14"}))
-    assert str(error.value) == (
-        "RAG_SHARDS=14: 6 strategies in 14 shards make 520 assets and checks, more than the 500 one "
-        "Dagster run's automation plans; set RAG_SHARDS to 13 or fewer"
-    )
-    for shards, said in [
-        ("1000", "error: RAG_SHARDS='1000' is not valid: expected an integer from 1 to 64: "),
-        ("4", "error: RAG_SHARDS=4 is more than the 3 notes at "),  # the small repository's
-    ]:
-        done = cli("rag_pipeline.run", ["--plan"], small_env | {"RAG_SHARDS": shards}, tmp_path)
-        assert done.returncode == 2 and done.stderr.startswith(said), done.stdout + done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1 and not done.stdout
