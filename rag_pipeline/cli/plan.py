@@ -14,7 +14,7 @@ import pandas as pd
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.sources import cleaned_rows, known_notes
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
-from rag_pipeline.lib.core import StorageError, clipped, version_key
+from rag_pipeline.lib.core import StorageError, clipped, shown_path, version_key
 from rag_pipeline.lib.embedding import Passages, text_hashes
 from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote, note_entries, resolve_commit
 
@@ -147,6 +147,22 @@ def too_many_shards(defs: dg.Definitions, shards: int, head: str) -> str | None:
         f"RAG_SHARDS={shards} is more than the {notes} notes at {head[:12]}: a shard would hold no "
         f"note; set RAG_SHARDS to {max(notes, 1)} or fewer"
     )
+
+
+def run_in_progress(instance: dg.DagsterInstance, name: str) -> str | None:
+    """What a plan says while a run writes the data directory `name` (its assets are neither stale
+    nor fresh until it ends): the run and the steps it is at; None when no live run does."""
+    from rag_pipeline.defs.runs import ACTIVE, DATA_DIR_TAG, dead, unfinished_steps
+
+    for run in instance.get_runs(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE)):
+        if not dead(instance, run):  # a run whose process is gone is the next `make run`'s to end
+            steps = unfinished_steps(instance, run.run_id)
+            at = f" (at {', '.join(steps[:3])}{' …' if len(steps) > 3 else ''})" if steps else ""
+            return (
+                f"run {run.run_id} is in progress on the data directory {shown_path(name)}{at}: what is stale "
+                "is known when it ends; run --plan again then"
+            )
+    return None
 
 
 def stale_summary(stale: Mapping[dg.AssetKey, str], shown: int = 4) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.cli.plan import plan_lines, too_many_shards
+from rag_pipeline.cli.plan import plan_lines, run_in_progress, too_many_shards
 from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import StrategyError
@@ -206,6 +206,9 @@ def run(args: list[str]) -> int:
         # their objects again (docs/assets.md)
         gc.freeze()
         gc.enable()
+        if plan and (busy := run_in_progress(instance, name)):
+            print(f"error: {busy}", file=sys.stderr)
+            return 2
         built = None  # the sources' versions the last run built from
         runs = 0
         while runs < MAX_RUNS:

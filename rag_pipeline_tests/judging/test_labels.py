@@ -111,6 +111,7 @@ def test_a_bad_labels_file_stops_make_run_with_one_line(small_env, tmp_path):
     for path, said in [
         (bad, f"RAG_JUDGE_LABELS: {bad}: label 1: label 'yes'"),
         (tmp_path / "no.json", "no such file"),
+        (tmp_path, f"error: RAG_JUDGE_LABELS: {tmp_path}: is a directory, not a labels file"),
     ]:
         done = cli("rag_pipeline.run", [], small_env | {"RAG_JUDGE_LABELS": str(path)}, tmp_path)
         assert done.returncode == 2 and said in done.stderr

@@ -11,9 +11,10 @@ import dagster as dg
 import pytest
 
 from rag_pipeline.cli import run
-from rag_pipeline.cli.plan import duration, plan_lines, progress_bar
+from rag_pipeline.cli.plan import duration, plan_lines, progress_bar, run_in_progress
 from rag_pipeline.cli.progress import Progress
 from rag_pipeline.cli.run import due
+from rag_pipeline.defs.runs import DATA_DIR_TAG
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import load_strategies
 from rag_pipeline_tests.support.repos import NOTES, commit_files
@@ -185,3 +186,27 @@ def test_a_failed_blocking_check_is_one_line_with_its_name_and_problem_and_a_lon
     assert f"  FAILED  release: check release_gate failed: {reasons}" in shown, shown
     assert progress.rejected()
     assert any(line.endswith("note-29 (sre only)") for line in shown), shown
+
+
+def test_a_plan_while_a_run_writes_the_data_directory_names_that_run(tmp_path, monkeypatch):
+    """Its assets are neither stale nor fresh until it ends: the plan says so, not `nothing is stale`."""
+    monkeypatch.chdir(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+    name = str(tmp_path / "out")
+    for run_id, status, where in [
+        ("done", dg.DagsterRunStatus.SUCCESS, name),
+        ("elsewhere", dg.DagsterRunStatus.STARTED, str(tmp_path / "other")),
+    ]:
+        instance.add_run(
+            dg.DagsterRun("index_and_evaluate", run_id, status=status, tags={DATA_DIR_TAG: where})
+        )
+    assert run_in_progress(instance, name) is None
+    instance.add_run(
+        dg.DagsterRun(
+            "index_and_evaluate", "busy", status=dg.DagsterRunStatus.STARTED, tags={DATA_DIR_TAG: name}
+        )
+    )
+    assert run_in_progress(instance, name) == (
+        "run busy is in progress on the data directory out: what is stale is known when it ends; "
+        "run --plan again then"
+    )
