@@ -10,6 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from rag_pipeline.cli import instance as instance_module
 from rag_pipeline.cli import run
 from rag_pipeline.cli.plan import duration, plan_lines, progress_bar, run_in_progress
 from rag_pipeline.cli.progress import Progress
@@ -109,7 +110,7 @@ def test_without_dagster_home_every_cli_takes_make_run_s(tmp_path, monkeypatch):
     """`DAGSTER_HOME` unset (a command typed as the README has it): the project's data/dagster_home,
     as the Makefile exports it; a plan before it exists makes nothing."""
     home = tmp_path / "dagster_home"
-    monkeypatch.setattr(run, "DEFAULT_DAGSTER_HOME", home)
+    monkeypatch.setattr(instance_module, "DEFAULT_DAGSTER_HOME", home)
     monkeypatch.setenv("DAGSTER_HOME", "restored after the test")
     monkeypatch.delenv("DAGSTER_HOME")
     with run.open_instance(plan=True) as instance:
