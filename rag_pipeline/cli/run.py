@@ -236,7 +236,8 @@ def run(args: list[str]) -> int:
                 return 1
             if not wanted or plan:
                 return 0
-            progress = Progress(verbose=verbose, tty=sys.stdout.isatty())
+            planned = {key.to_user_string() for key in wanted}
+            progress = Progress(verbose=verbose, tty=sys.stdout.isatty(), planned=planned)
             # the run's log is shown by `Progress`, not by Dagster's console logger too
             quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
             config = pinned_config(defs.resources["notes_repo"], head) | quiet

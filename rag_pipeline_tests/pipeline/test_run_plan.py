@@ -211,3 +211,29 @@ def test_a_plan_while_a_run_writes_the_data_directory_names_that_run(tmp_path, m
         "run busy is in progress on the data directory out: what is stale is known when it ends; "
         "run --plan again then"
     )
+
+
+def test_a_failed_first_step_is_one_line_and_the_assets_below_are_counted_of_the_plan():
+    @dg.asset
+    def first():
+        raise ValueError("notes/a.md: front matter never closed")
+
+    @dg.asset(deps=[first])
+    def below():
+        pass
+
+    @dg.asset(deps=[below])
+    def lower():
+        pass
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize([first, below, lower], instance=instance, raise_on_error=False)
+        shown: list[str] = []
+        progress = Progress(echo=shown.append, planned={"first", "below", "lower"})
+        for record in instance.all_logs(result.run_id):
+            progress.see(record)
+        progress.flush(force=True)
+    assert [line for line in shown if "FAILED" in line] == [
+        "  FAILED  first: ValueError: notes/a.md: front matter never closed"
+    ]  # once: the run's failure says nothing more
+    assert "  2 of the 3 assets did not run: they depend on the failed step(s)" in shown
