@@ -6,7 +6,9 @@ progress bar a terminal shows while a step embeds."""
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -98,13 +100,13 @@ def pending(
     return len(missing), sum(texts[h] for h in missing)
 
 
-def measured_rate(
-    instance: dg.DagsterInstance, keys: Iterable[dg.AssetKey], embedding_version: str
-) -> tuple[float, float] | None:
-    """Characters per second of the last embeddings each lane computed under `embedding_version`,
-    over all lanes, and when the latest was measured (a timestamp); None before any."""
+def measured_rate(instance: dg.DagsterInstance, embedding_version: str) -> tuple[float, float] | None:
+    """Characters per second of the last embeddings each lane of the instance (any strategy's: the
+    rate is the embedder's) computed under `embedding_version`, over all lanes, and when the latest
+    was measured (a timestamp); None before any."""
     chars = seconds = when = 0.0
-    for key in keys:
+    lanes_of = [k for k in instance.get_asset_keys() if k.to_user_string().startswith("embeddings_")]
+    for key in lanes_of:
         for record in instance.fetch_materializations(key, limit=MEASURED).records:
             meta = {k: v.value for k, v in record.asset_materialization.metadata.items()}
             if meta.get("embedding_version") == embedding_version and meta.get("embed_seconds"):
@@ -112,6 +114,16 @@ def measured_rate(
                 when = max(when, record.timestamp)
                 break
     return (chars / seconds, when) if seconds > 0 else None
+
+
+def build_rate(embedding_version: str) -> tuple[float, float] | None:
+    """The rate the build's instance measured (`RAG_BUILD_HOME`, which a tuning session's trials are
+    given: their own instance has measured nothing before their first embedding)."""
+    home = os.environ.get("RAG_BUILD_HOME")
+    if not home or not (Path(home) / "history").exists():
+        return None
+    with dg.DagsterInstance.from_config(home) as build:
+        return measured_rate(build, embedding_version)
 
 
 def embedding_line(defs: dg.Definitions, instance: dg.DagsterInstance, wanted, head, strategies) -> str:
@@ -125,8 +137,7 @@ def embedding_line(defs: dg.Definitions, instance: dg.DagsterInstance, wanted, h
     if not count:
         return "  embed: nothing, every passage is in the vector store"
     version = defs.resources["embedder"].get().embedding_version
-    keys = [dg.AssetKey(lanes.lane_key("embeddings", s)) for s in strategies]
-    rate = measured_rate(instance, keys, version)
+    rate = measured_rate(instance, version) or build_rate(version)
     said = f"  embed: {count:,} passages ({chars:,} characters) not yet in the vector store"
     if rate is None:
         return f"{said}; no embedding rate measured on this machine for this embedder yet"

@@ -11,6 +11,7 @@ import dagster as dg
 import pytest
 
 from rag_pipeline.cli import instance as instance_module
+from rag_pipeline.cli import plan as plan_module
 from rag_pipeline.cli import run
 from rag_pipeline.cli.plan import duration, plan_lines, progress_bar, run_in_progress
 from rag_pipeline.cli.progress import Progress
@@ -237,3 +238,24 @@ def test_a_failed_first_step_is_one_line_and_the_assets_below_are_counted_of_the
         "  FAILED  first: ValueError: notes/a.md: front matter never closed"
     ]  # once: the run's failure says nothing more
     assert "  2 of the 3 assets did not run: they depend on the failed step(s)" in shown
+
+
+def test_the_embedding_rate_is_the_embedders_over_every_lane_and_a_tuning_trial_reads_the_builds(
+    tmp_path, monkeypatch
+):
+    """A new strategy's lanes, or a tuning trial in its own instance, have embedded nothing yet: the
+    rate is the embedder's, measured on any lane, in the build's instance for a trial."""
+    from rag_pipeline.cli.instance import make
+
+    home = tmp_path / "build_home"
+    make(home)
+    with dg.DagsterInstance.from_config(str(home)) as build:
+        for lane, seconds in [("embeddings_fixed_200", 2.0), ("embeddings_section", 3.0), ("other", 1.0)]:
+            meta = {"embedding_version": "e5", "embed_seconds": seconds, "chars_embedded": 1000.0}
+            build.report_runless_asset_event(dg.AssetMaterialization(lane, metadata=meta))
+        rate, _ = plan_module.measured_rate(build, "e5")
+    assert rate == 2000.0 / 5.0  # the two lanes, not `other`
+    trial = dg.DagsterInstance.ephemeral()
+    assert plan_module.measured_rate(trial, "e5") is None
+    monkeypatch.setenv("RAG_BUILD_HOME", str(home))
+    assert plan_module.build_rate("e5")[0] == 400.0 and plan_module.build_rate("other-embedder") is None
