@@ -61,7 +61,8 @@ test-fast: install
 
 dev: install $(DAGSTER_HOME)/dagster.yaml  ## the Dagster UI and daemon on http://127.0.0.1:3000
 	@$(BIN)/python -m rag_pipeline.instance  # a damaged instance: one line, not a traceback per process
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	@# `dagster dev` under a process that stops it whole on SIGINT or SIGTERM (rag_pipeline/cli/dev.py)
+	$(BIN)/python -m rag_pipeline.dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 # another address: make docs DOCS_ADDR=127.0.0.1:8001
 DOCS_ADDR ?= 127.0.0.1:8000
