@@ -37,6 +37,7 @@ from rag_pipeline.defs.resources import (
 )
 from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name, settings_tags
 from rag_pipeline.lib.chunking import Strategy, load_strategies
+from rag_pipeline.lib.core import shown_path
 from rag_pipeline.lib.judging import LabelsError, read_labels
 from rag_pipeline.lib.retrieval import plan
 from rag_pipeline.settings import DEFAULTS, Settings, SettingsError
@@ -155,7 +156,7 @@ def check_labels(settings: Settings) -> None:
     does (`judgments` reads it again when it runs: the file may change meanwhile)."""
     if not settings.judge_labels:
         return
-    path = Path(settings.judge_labels)
+    path = Path(shown_path(settings.judge_labels))  # named from where the user stands
     if not path.exists():
         raise SettingsError(
             f"RAG_JUDGE_LABELS={path}: no such file (`python -m rag_pipeline.judge label` writes one)"

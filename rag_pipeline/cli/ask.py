@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from rag_pipeline.lib.answers import LLMError, make_prompt, parse_reply
 from rag_pipeline.lib.answers.units import Unit
-from rag_pipeline.lib.core import AnyPath, StorageError, location, read_frame, unknown_group
+from rag_pipeline.lib.core import AnyPath, StorageError, location, read_frame, shown_path, unknown_group
 from rag_pipeline.lib.embedding import EmbeddingError
 from rag_pipeline.lib.release import RELEASE_DIR, ReleaseError, read_current, released_table
 from rag_pipeline.lib.serving import LiveTable, RevokedError, ServedTable, search_rows, table_key
@@ -82,7 +82,10 @@ def answer(args: argparse.Namespace, settings: Settings) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if current is None:
-        print(f"{data_dir / RELEASE_DIR}: nothing is released yet; run `make run` first", file=sys.stderr)
+        print(
+            f"{shown_path(data_dir / RELEASE_DIR)}: nothing is released yet; run `make run` first",
+            file=sys.stderr,
+        )
         return 2
     strategy = args.strategy or current["run"].split("/", 1)[0]
     if table_key(strategy) not in current["table_versions"]:

@@ -196,33 +196,33 @@ def test_make_run_says_a_bad_setting_in_one_line(env, message, tmp_path):
 
 
 # each: the command, its arguments, the settings (relative paths: the command starts in tmp_path)
-# and the one line it must print, `{tmp}` standing for tmp_path
+# and the one line it must print, naming paths as they were given: from where the user stands
 BAD_SETTINGS = [
     (
         "rag_pipeline.run",
         {"RAG_NOTES_REPO": "nope"},
-        "error: RAG_NOTES_REPO={tmp}/nope: no such directory; set it to a git repository's path or a git URL",
+        "error: RAG_NOTES_REPO=nope: no such directory; set it to a git repository's path or a git URL",
     ),
     (
         "rag_pipeline.run",
         {"RAG_NOTES_REPO": "plain"},
-        "error: RAG_NOTES_REPO={tmp}/plain: not a git repository (no .git); run `git init` and commit the "
+        "error: RAG_NOTES_REPO=plain: not a git repository (no .git); run `git init` and commit the "
         "notes there, or set RAG_NOTES_REPO to a repository's path or URL",
     ),
     (
         "rag_pipeline.run",
         {"RAG_NOTES_REF": "nosuch"},
-        "error: RAG_NOTES_REF=nosuch: names no commit of {tmp}/notes; set it to a branch, tag or commit there",
+        "error: RAG_NOTES_REF=nosuch: names no commit of notes; set it to a branch, tag or commit there",
     ),
     (
         "rag_pipeline.run",
         {"RAG_QUESTIONS": "missing.json"},
-        "error: {tmp}/missing.json: questions file not found; set RAG_QUESTIONS to your questions file",
+        "error: missing.json: questions file not found; set RAG_QUESTIONS to your questions file",
     ),
     (
         "rag_pipeline.run",
         {"RAG_QUESTIONS": "plain"},
-        "error: {tmp}/plain: is a directory, not a questions file; set RAG_QUESTIONS to a JSON file",
+        "error: plain: is a directory, not a questions file; set RAG_QUESTIONS to a JSON file",
     ),
     (
         "rag_pipeline.run",
