@@ -35,9 +35,21 @@ def home() -> Path:
     return Path(os.environ.setdefault("DAGSTER_HOME", str(DEFAULT_DAGSTER_HOME)))
 
 
+def own_storage(where: Path) -> bool:
+    """Whether the instance's `dagster.yaml` names a storage of its own (Postgres, say)."""
+    config = where / "dagster.yaml"
+    return config.exists() and "storage" in config.read_text()
+
+
 def damaged(where: Path, exc: Exception) -> str:
-    """The line that names a damaged instance and how to start it afresh."""
+    """The line that names a damaged instance and how to start it afresh, or the storage its
+    `dagster.yaml` names that cannot be opened."""
     shown = shown_path(where)
+    if own_storage(where):
+        return (
+            f"the Dagster instance in {shown} cannot open the storage its dagster.yaml names "
+            f"({clipped(exc, 160)}); is that database running (`make services` starts the project's)?"
+        )
     aside = " && ".join(f"mv {shown}/{part} {shown}/{part}.damaged" for part in STORAGE)
     return (
         f"the Dagster instance in {shown} cannot be opened, its storage is damaged ({clipped(exc, 160)}); "
@@ -56,7 +68,11 @@ def make(where: Path | None = None) -> None:
     try:
         with dg.DagsterInstance.from_config(str(where)) as instance:
             instance.get_runs(limit=1)  # the run storage; the event log's and the schedules' are made too
-    except (CommandError, SQLAlchemyError) as exc:  # alembic's stamp, sqlite's tables
+    except Exception as exc:
+        # alembic's stamp, sqlite's tables; a database of its own raises its client's errors too
+        # (dagster_postgres', installed with the celery extra only)
+        if not isinstance(exc, (CommandError, SQLAlchemyError)) and not own_storage(where):
+            raise
         raise InstanceError(damaged(where, exc)) from exc
     finally:
         lock.release()

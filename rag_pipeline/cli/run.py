@@ -224,11 +224,7 @@ def run(args: list[str]) -> int:
                 if problem := too_many_shards(defs, settings.shards, head):
                     raise SettingsError(problem)
                 print("\n".join(plan_lines(defs, instance, head, wanted, strategies)))
-            except (
-                NotesSourceError,
-                QuestionsError,
-                SettingsError,
-            ) as exc:  # the notes, questions, shards set
+            except (NotesSourceError, QuestionsError, SettingsError) as exc:  # the notes, questions, shards
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
             except StorageError as exc:  # the data directory's object store: its endpoint and variables

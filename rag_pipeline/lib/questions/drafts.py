@@ -19,7 +19,7 @@ from rag_pipeline.lib.questions.verify import N_CHARS, N_WORDS, verify
 
 CATEGORIES = OFFLINE_CATEGORIES + LLM_CATEGORIES
 OVERASK = 1.5  # prompts per question wanted: some replies are rejected
-SHORT = "leak tests not made: too few restricted notes with an outside group and a clean wording"
+SHORT = "leak tests not made: too few restricted notes with an outside group and public terms to word them"
 
 
 @dataclass

@@ -2,13 +2,13 @@
 of the notes that may not read it (category `unauthorized`), worded without anything of the note.
 
 A leak test is a terse question of terms public notes use (`memory, cluster, workers?`): the most
-distinctive (TF-IDF) of those the restricted note uses, leaving out every term its headings, title or slug hold,
-so that the question says nothing the asker could not read and still lies near the note, where a
-retriever that ignores access would find it. A note gives one question per `TOPIC_TERMS` of its
-terms, most frequent first. A leak test names no note (no slug, section or evidence: the file's
-reader may not read it either), and `verify` drops any that still quotes a note its asker may not
-read (`rag_pipeline.lib.questions.quoting`). Leak tests are made offline, so no restricted text
-reaches a prompt.
+distinctive (TF-IDF) of those the restricted note uses, leaving out every term its headings, title
+or slug hold, so that the question says nothing the asker could not read and still lies near the
+note, where a retriever that ignores access would find it. A note gives one question per
+`TOPIC_TERMS` of its terms, the most distinctive first. A leak test names no note (no slug, section
+or evidence: the file's reader may not read it either), and `verify` drops any that still quotes a
+note its asker may not read (`rag_pipeline.lib.questions.quoting`). Leak tests are made offline, so
+no restricted text reaches a prompt.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def topics(note: Note, used: dict[str, float]) -> list[list[str]]:
     found = [t for t in TERM.findall(note.text) if t.lower() in used and not naming(t)]
     shown = {t.lower(): t for t in reversed(found)}  # each term as the note first writes it
     counts = Counter(t.lower() for t in found)
-    terms = [shown[t] for t, n in sorted(counts.items(), key=lambda c: (-c[1] * used[c[0]], c[0]))]
+    terms = [shown[t] for t, _ in sorted(counts.items(), key=lambda c: (-c[1] * used[c[0]], c[0]))]
     groups = [terms[i : i + TOPIC_TERMS] for i in range(0, TOPIC_TERMS * TOPICS, TOPIC_TERMS)]
     return [g for g in groups if len(g) >= 2]
 
