@@ -98,6 +98,8 @@ class QuoteCheck:
         """The slugs `text` holds whole of notes `groups` may not read, that no note they may read
         holds (the notes by slug)."""
         held = {n: s for n, s in self.slugs.items() if s in text and not may_read(groups, self.access[n])}
+        if not held:
+            return {}
         readable = [
             p for n, parts in self.restricted.items() if may_read(groups, self.access[n]) for p in parts
         ]
