@@ -24,7 +24,7 @@ import git
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.resources import AnswerResource, DataStore, NotesRepository
 from rag_pipeline.lib.answers import LLMError, reply_texts
-from rag_pipeline.lib.core import location, read_frame
+from rag_pipeline.lib.core import location, read_frame, shown_path
 from rag_pipeline.lib.questions import (
     CATEGORIES,
     LLM_CATEGORIES,
@@ -83,7 +83,7 @@ def generate(args: argparse.Namespace, settings: Settings) -> int:
     for option, n in (("--n", args.n), ("--unauthorized", args.unauthorized)):
         if n < 0:
             raise ValueError(f"{option} {n}: give a number of questions, 0 or more")
-    source = Path(settings.questions)
+    source = Path(shown_path(settings.questions))  # as messages name it: from where the user stands
     out = Path(args.out) if args.out else source.with_suffix(".generated.json")
     if out.resolve() == source.resolve():
         raise ValueError(
@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         settings = Settings.from_env(os.environ)
-        source = settings.questions
+        source = shown_path(settings.questions)
         items = json.loads(Path(source).read_text(encoding="utf-8"))
         questions = parse_questions(items, source)
         notes = NotesRepository.from_settings(settings, store=DataStore.from_settings(settings))

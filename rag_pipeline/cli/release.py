@@ -1,11 +1,12 @@
 """`python -m rag_pipeline.release`: the live release (commit, run, recall, when), what a newer
 commit withholds from it outside a release, and the last decision with its reasons. Exits 1 when the last decision was a rejection, 2 when nothing was
-decided yet, a setting is bad or `release/current.json` is damaged, so CI can gate on it."""
+decided yet, a setting is bad, `release/current.json` is damaged or the object store cannot be read, so
+CI can gate on it."""
 
 import os
 import sys
 
-from rag_pipeline.lib.core import location
+from rag_pipeline.lib.core import StorageError, location
 from rag_pipeline.lib.questions import TEST
 from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
 from rag_pipeline.lib.release.gate import SPLIT_NAMES
@@ -56,10 +57,14 @@ def decision_lines(history) -> list[str]:
 
 def main() -> int:
     try:
-        data = data_dir()
-    except SettingsError as exc:
+        return show(data_dir())
+    except (SettingsError, StorageError) as exc:  # a bad setting, an object store down: one line
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def show(data) -> int:
+    """Print the live release and the last decision; the exit status."""
     history = read_history(data / RELEASE_DIR)
     if not len(history):
         print(

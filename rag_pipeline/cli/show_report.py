@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rag_pipeline.cli.release import decision_lines, live_line, narrowed_lines
 from rag_pipeline.lib.answers import SHORT_KEY, answer_table
-from rag_pipeline.lib.core import location, read_frame, shown_path
+from rag_pipeline.lib.core import StorageError, location, read_frame, shown_path
 from rag_pipeline.lib.evaluation import (
     LEDGER,
     SHOWN,
@@ -130,12 +130,7 @@ def next_lines(
         )
         role = "the best configuration" if served == best else role
         lines.append(f"\nserved: {current['run']} ({role}), commit {current['commit'][:12]}")
-    questions = data / "notes" / "questions.parquet"
-    example = None
-    if questions.exists():
-        frame = read_frame(questions, columns=["q", "answerable", "groups"])
-        public = frame[frame["answerable"] & frame["groups"].isna()]
-        example = str(public["q"].iloc[0]) if len(public) else None
+    example = ask_example(data, current["run"] if current else None)
     lines.append("next:")
     if example:
         asking = typed(where, ("DAGSTER_HOME",))
@@ -149,6 +144,32 @@ def next_lines(
             "configuration instead"
         )
     return lines
+
+
+def ask_example(data, run: str | None) -> str | None:
+    """The question `ask` is shown with: the first public answerable one that the served `run` (as
+    `strategy/retriever`) answered with a citation of its evidence, so that the example shows an
+    answer; else the first public answerable one."""
+    questions = data / "notes" / "questions.parquet"
+    if not questions.exists():
+        return None
+    frame = read_frame(questions, columns=["question_id", "q", "answerable", "groups"])
+    public = frame[frame["answerable"] & frame["groups"].isna()]
+    answers = data / "answers" / "answers.parquet"
+    if run is not None and answers.exists():
+        strategy, retriever = run.split("/", 1)
+        found = read_frame(
+            answers, columns=["question_id", "strategy", "retriever", "abstained", "citation_correct"]
+        )
+        shown = found[
+            (found["strategy"] == strategy)
+            & (found["retriever"] == retriever)
+            & ~found["abstained"].astype(bool)
+            & found["citation_correct"].fillna(False).astype(bool)
+        ]
+        answered = public[public["question_id"].isin(set(shown["question_id"]))]
+        public = answered if len(answered) else public
+    return str(public["q"].iloc[0]) if len(public) else None
 
 
 def judged_lines(reports, current: dict | ReleaseError | None, verdict: dict) -> list[str]:
@@ -173,6 +194,15 @@ def main(verified: bool = False) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        return show(where, verified)
+    except StorageError as exc:  # the object store down: one line naming it and the variables
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def show(where: Mapping[str, str], verified: bool) -> int:
+    """Print the report of the data directory the environment names; the exit status."""
     reports = location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR)) / "reports"
     path = reports / "evaluation_summary.parquet"
     if not path.exists():
@@ -222,7 +252,7 @@ def main(verified: bool = False) -> int:
         print(SHORT_KEY)
     current = live_release(reports.parent, verified)
     print("\n".join(judged_lines(reports, current, verdict)))
-    print(f"\nfull report: {reports / 'report.md'}")
+    print(f"\nfull report: {shown_path(reports / 'report.md')}")
     print(release_summary(reports.parent, current))
     print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict, where, same)))
     print(f"\nVerdict: {plain(verdict['wording'])}{looks_note(reports.parent)}")

@@ -55,7 +55,7 @@ from rag_pipeline.lib.evaluation.tuning import (
     read_space,
 )
 from rag_pipeline.lib.evaluation.versus import Comparison, Side, UnknownReference, experiment_sides
-from rag_pipeline.settings import Settings, SettingsError
+from rag_pipeline.settings import DEFAULT_DAGSTER_HOME, Settings, SettingsError
 
 RUN_OK = (0, 3)  # `rag_pipeline.run`: success, or only the session's release gate held its index back
 TAG = "rag/tune"
@@ -106,6 +106,8 @@ def trial_env(settings: Settings, session: Path, trial: Trial, number: int, tune
             "RAG_ANSWER_RUNS": "",
             "RAG_EXECUTOR": "in_process",
             "RAG_RUN_TAGS": f"{TAG}={tune},rag/trial={number}",
+            # the plan's embedding rate: the build measured it (cli/plan.py)
+            "RAG_BUILD_HOME": os.environ.get("DAGSTER_HOME") or str(DEFAULT_DAGSTER_HOME),
         }
         | trial.env()
     )

@@ -6,6 +6,7 @@ import dagster as dg
 import pandas as pd
 
 from rag_pipeline.defs.resources import DataStore, QuestionsFile, RetrievalResource
+from rag_pipeline.lib.core import clipped
 from rag_pipeline.lib.evaluation import (
     LEDGER,
     NOT_RECORDED,
@@ -51,7 +52,7 @@ def experiment_entries(
         if found.moved:
             log.warning(f"experiment ledger: {looks}")
     except (OSError, ValueError) as exc:  # an object store's, Arrow's and JSON's errors are among them
-        said = f"{NOT_RECORDED} ({' '.join(str(exc).split())[:300]})"
+        said = f"{NOT_RECORDED} ({clipped(exc, 300)})"
         log.warning(f"{said}; the build goes on")
         markdown = f"{said[0].upper()}{said[1:]}. `{REPAIR}` rebuilds the ledger's listing."
         looks = ""

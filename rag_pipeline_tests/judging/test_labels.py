@@ -121,8 +121,9 @@ def test_a_bad_labels_file_stops_make_run_with_one_line(small_env, tmp_path):
     bad = tmp_path / "labels.json"
     bad.write_text(json.dumps([label(0, "yes")]))
     for path, said in [
-        (bad, f"RAG_JUDGE_LABELS: {bad}: label 1: label 'yes'"),
-        (tmp_path / "no.json", "no such file"),
+        (bad, "RAG_JUDGE_LABELS: labels.json: label 1: label 'yes'"),  # from where the command starts
+        (tmp_path / "no.json", "error: RAG_JUDGE_LABELS=no.json: no such file"),
+        (tmp_path, "error: RAG_JUDGE_LABELS: .: is a directory, not a labels file"),
     ]:
         done = cli("rag_pipeline.run", [], small_env | {"RAG_JUDGE_LABELS": str(path)}, tmp_path)
         assert done.returncode == 2 and said in done.stderr

@@ -43,6 +43,7 @@ NOT_SHARED = {
     "RAG_CELERY_BACKEND": "redis://127.0.0.1:7000/1",
     "RAG_CELERY_TASK_TIMEOUT": "120",
     "RAG_RUN_TAGS": "rag/tune=t1",
+    "RAG_ASK_MAX_CHARS": "100",
 }
 
 

@@ -15,7 +15,9 @@ def lines_for(tmp_path, monkeypatch, env: dict[str, str]) -> list[str]:
     monkeypatch.chdir(tmp_path)
     data = tmp_path / "data" / "build" / "holdout"
     (data / "notes").mkdir(parents=True)
-    questions = pd.DataFrame({"q": ["What is WAL?"], "answerable": [True], "groups": [None]})
+    questions = pd.DataFrame(
+        {"question_id": ["1"], "q": ["What is WAL?"], "answerable": [True], "groups": [None]}
+    )
     questions.to_parquet(data / "notes" / "questions.parquet")
     return next_lines(data, CURRENT, VERDICT, pointing(env))
 

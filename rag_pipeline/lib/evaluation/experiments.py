@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_pipeline.lib.core import AnyPath, Location, read_frame, write_bytes, write_frame
+from rag_pipeline.lib.core import AnyPath, Location, clipped, read_frame, write_bytes, write_frame
 from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET, REPORT_KS, chars_matrix, first_ranks_of
 from rag_pipeline.lib.evaluation.ranking import HIT, best_fields
 from rag_pipeline.lib.questions.labels import asker_groups
@@ -162,7 +162,7 @@ def read_index(root: AnyPath) -> pd.DataFrame:
     try:
         index = read_frame(path)
     except (OSError, ValueError) as exc:  # Arrow's errors are one or the other
-        raise LedgerError(path, f"cannot be read ({' '.join(str(exc).split())[:120]})") from None
+        raise LedgerError(path, f"cannot be read ({clipped(exc, 300)})") from None
     if "id" not in index:
         raise LedgerError(path, "has no `id` column")
     return index if "tune" in index else index.assign(tune="")

@@ -115,8 +115,8 @@ def _strategies(path: str, tables: object) -> list[tuple[tuple[str, object], ...
         valid, first_error = [], None
         for values in itertools.product(*lists):
             point = (("kind", kind), *zip(keys, values))
-            try:
-                strategy_from_table({"name": Trial(point, ()).name, **dict(point)}, where)
+            try:  # under a name of its own: a value that makes no name (`-5`) is named as written
+                strategy_from_table({"name": "tune", **dict(point)}, where)
             except StrategyError as exc:
                 first_error = first_error or exc
                 continue

@@ -21,12 +21,20 @@ from typing import Any
 
 import pandas as pd
 
-from rag_pipeline.lib.answers import ChatLLM, Prompt, answer_all, make_llm
+from rag_pipeline.lib.answers import ChatLLM, LLMError, Prompt, Reply, answer_all, make_llm
 from rag_pipeline.lib.core import text_hash
 from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.core.http import TooLong
 from rag_pipeline.lib.judging import rules
 from rag_pipeline.lib.judging.items import Item
-from rag_pipeline.lib.judging.rubric import CRITERIA, INVALID, PROMPT_DIGEST, judge_prompt, parse_verdict
+from rag_pipeline.lib.judging.rubric import (
+    CRITERIA,
+    INVALID,
+    PROMPT_DIGEST,
+    TOO_LONG,
+    judge_prompt,
+    parse_verdict,
+)
 
 Verdict = tuple[str, str]  # (yes | no | invalid, reason)
 RUN = ["strategy", "retriever", "llm_version"]
@@ -93,13 +101,29 @@ class ModelJudge(Judge):
 
     @property
     def judge_version(self) -> str:
-        return f"{self.llm.model_version}|{self.llm.sampling.version()}|judge-prompt-{PROMPT_DIGEST}"
+        llm = self.llm
+        return (
+            f"{llm.model_version}|{llm.sampling.version()}|reply={llm.http.max_bytes}|"
+            f"judge-prompt-{PROMPT_DIGEST}"
+        )
+
+    @property
+    def concurrency(self) -> int:  # prompts asked at once (`answer_all` asks the judge as a model)
+        return self.llm.concurrency
+
+    def answer(self, prompt: Prompt, repeat: int = 0) -> Reply:
+        """The judge model's reply; one longer than RAG_MAX_REPLY (not read past it) is a reply that
+        says so, an invalid verdict (`parse_verdict`), kept in the cache as any other."""
+        try:
+            return self.llm.answer(prompt, repeat)
+        except LLMError as exc:
+            if not isinstance(exc.__cause__, TooLong):
+                raise
+            return Reply(f"{TOO_LONG}{exc}")
 
     def verdicts(self, items, criterion, repeat, reverse=False):
         prompts = [Prompt(i.question_id, i.question, (), judge_prompt(i, criterion, reverse)) for i in items]
-        replies, asked = answer_all(
-            self.llm, prompts, self.cache_dir, repeat=repeat, version=self.judge_version
-        )
+        replies, asked = answer_all(self, prompts, self.cache_dir, repeat=repeat, version=self.judge_version)
         return [parse_verdict(r.text) for r in replies], asked
 
 

@@ -51,6 +51,8 @@ def read_labels(path: AnyPath | None) -> pd.DataFrame:
         return pd.DataFrame(columns=list(FIELDS))
     try:
         found = json.loads(path.read_bytes())
+    except IsADirectoryError:
+        raise LabelsError(f"{path}: is a directory, not a labels file") from None
     except ValueError as exc:
         raise LabelsError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(found, list):
