@@ -22,6 +22,7 @@ from rag_pipeline.defs import (
     sources,
 )
 from rag_pipeline.defs.executors import executor_for
+from rag_pipeline.defs.lanes import shard_key
 from rag_pipeline.defs.lease import leased
 from rag_pipeline.defs.resources import (
     AnswerResource,
@@ -37,12 +38,15 @@ from rag_pipeline.defs.resources import (
 )
 from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name, settings_tags
 from rag_pipeline.lib.chunking import Strategy, load_strategies
+from rag_pipeline.lib.core import shown_path
 from rag_pipeline.lib.evaluation import PricesError
 from rag_pipeline.lib.judging import LabelsError, read_labels
 from rag_pipeline.lib.retrieval import plan
 from rag_pipeline.settings import DEFAULTS, Settings, SettingsError
 
 JOB = "index_and_evaluate"
+# the assets and checks one automation sensor evaluates, and so one `make run` plans (Dagster's limit)
+MAX_ENTITIES = 500
 
 
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
@@ -94,6 +98,8 @@ def build_assets(
     baseline = evaluation.baseline_for(strategies)
     evaluated = [spec.name for spec in plan(list(resources["retrieval"].retrievers))[0]]
     served = release.release_run(resources["release"].run, baseline, evaluated)
+    chosen = resources["release"].chosen
+    kept = tuple(chosen.split("/", 1)) if chosen else None
     return [
         *conditions.with_conditions(
             [
@@ -103,7 +109,7 @@ def build_assets(
                 sources.cleaned_notes,
                 questions.questions_asset(resources),
                 *lanes,
-                evaluation.summary_asset(strategies, resources),
+                evaluation.summary_asset(strategies, resources, kept),
                 serving.evaluation_asset(strategies, resources),
                 costs.costs_asset(strategies, resources),
                 costs.budgets_asset(resources),
@@ -134,14 +140,15 @@ index_and_evaluate = asset_job()
 
 
 def check_runs(settings: Settings, strategies: list[Strategy]) -> None:
-    """Every `RAG_ANSWER_RUNS` run and the `RAG_RELEASE_RUN` is one the pipeline evaluates: checked
-    when the code location loads, not at the answers or release step."""
+    """Every `RAG_ANSWER_RUNS` run, the `RAG_RELEASE_RUN` and the `RAG_CHOSEN_RUN` is one the pipeline
+    evaluates: checked when the code location loads, not at the step that reads it."""
     names = {s.name for s in strategies}
     retrievers = {spec.name for spec in plan(list(settings.retrievers))[0]}  # the named and their inputs
     named = [("RAG_ANSWER_RUNS", run) for run in filter(None, settings.answer_runs.split(","))]
     for variable, run in [
         *named,
         *([("RAG_RELEASE_RUN", settings.release_run)] if settings.release_run else []),
+        *([("RAG_CHOSEN_RUN", settings.chosen_run)] if settings.chosen_run else []),
     ]:
         strategy, retriever = run.split("/", 1)
         if strategy not in names or retriever not in retrievers:
@@ -156,7 +163,7 @@ def check_labels(settings: Settings) -> None:
     does (`judgments` reads it again when it runs: the file may change meanwhile)."""
     if not settings.judge_labels:
         return
-    path = Path(settings.judge_labels)
+    path = Path(shown_path(settings.judge_labels))  # named from where the user stands
     if not path.exists():
         raise SettingsError(
             f"RAG_JUDGE_LABELS={path}: no such file (`python -m rag_pipeline.judge label` writes one)"
@@ -165,6 +172,35 @@ def check_labels(settings: Settings) -> None:
         read_labels(path)
     except LabelsError as exc:
         raise SettingsError(f"RAG_JUDGE_LABELS: {exc}") from None
+
+
+def graph_size(assets: Iterable) -> int:
+    """The assets and checks of `assets` as the automation sensor counts them: each asset, its own
+    checks and, for a materialized one, its `outputs_intact`."""
+    return sum(
+        len(a.keys) * (1 if a.is_observable else 2) + len(list(a.check_specs))
+        if isinstance(a, dg.AssetsDefinition)
+        else 1
+        for a in assets
+    )
+
+
+def check_size(assets: list, strategies: list[Strategy], shards: int) -> None:
+    """More shards than one run's automation can plan stop the code location (the sensor would fail
+    at each tick, `make run` only after minutes), naming the most shards these strategies allow."""
+    size = graph_size(assets)
+    if size <= MAX_ENTITIES:
+        return
+    first = {shard_key(stage, s, 0) for s in strategies for stage in ("chunks", "embeddings")}
+    per_shard = graph_size(
+        a for a in assets if isinstance(a, dg.AssetsDefinition) and {k.path[-1] for k in a.keys} & first
+    )
+    most = max(1, shards - -(-(size - MAX_ENTITIES) // max(per_shard, 1)))
+    raise SettingsError(
+        f"RAG_SHARDS={shards}: {len(strategies)} strategies in {shards} shards make {size:,} assets and "
+        f"checks, more than the {MAX_ENTITIES} one Dagster run's automation plans; set RAG_SHARDS to "
+        f"{most} or fewer"
+    )
 
 
 def build_definitions(settings: Settings, strategies: list[Strategy] | None = None) -> dg.Definitions:
@@ -185,6 +221,7 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
     except PricesError as exc:
         raise SettingsError(f"RAG_PRICES: {exc}") from None
     assets = build_assets(strategies, resources, settings.retry_after, settings.shards)
+    check_size(assets, strategies, settings.shards)
     tags = {DATA_DIR_TAG: data_dir_name(settings.data_dir), **settings_tags(settings)}
     outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)
     return dg.Definitions(

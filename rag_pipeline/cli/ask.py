@@ -2,9 +2,10 @@
 release. Searches the live table of the release run (or of `--strategy`) with the asker's groups as a
 pre-filter (no groups: public notes only), without the notes a newer commit restricted or deleted
 since (`release/revoked.json`), prints the ranked passages and an answer with citations
-from the configured `RAG_LLM`. Exits 2 on a bad setting or argument, when nothing is released, the
+from the configured `RAG_LLM`. Exits 2 on a bad setting or argument (a question longer than
+RAG_ASK_MAX_CHARS), when nothing is released, the
 configured embedder is not the one the live release was embedded with, or a group is named by no
-note and no question; 1 when the embedding or chat server fails."""
+note and no question; 1 when the embedding or chat server or the object store fails."""
 
 import argparse
 import os
@@ -17,7 +18,7 @@ from rag_pipeline.cli.asks import keep
 from rag_pipeline.lib.answers import LLMError, make_prompt, parse_reply
 from rag_pipeline.lib.answers.units import Unit
 from rag_pipeline.lib.asks import new_record
-from rag_pipeline.lib.core import AnyPath, location, read_frame, unknown_group
+from rag_pipeline.lib.core import AnyPath, StorageError, location, read_frame, shown_path, unknown_group
 from rag_pipeline.lib.embedding import EmbeddingError
 from rag_pipeline.lib.release import RELEASE_DIR, ReleaseError, read_current, released_table
 from rag_pipeline.lib.serving import LiveTable, RevokedError, ServedTable, search_rows, table_key
@@ -59,9 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if len(args.question) > settings.ask_max_chars:  # sent to the embedder and the answerer: refused
+        print(
+            f"error: the question is {len(args.question):,} characters long, more than "
+            f"RAG_ASK_MAX_CHARS={settings.ask_max_chars:,}; shorten it, or raise RAG_ASK_MAX_CHARS",
+            file=sys.stderr,
+        )
+        return 2
     try:
         return answer(args, settings)
-    except (EmbeddingError, LLMError) as exc:  # a server down or misbehaving: its own line names it
+    except (EmbeddingError, LLMError, StorageError) as exc:  # a server down or misbehaving: its line names it
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
@@ -77,7 +85,10 @@ def answer(args: argparse.Namespace, settings: Settings) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if current is None:
-        print(f"{data_dir / RELEASE_DIR}: nothing is released yet; run `make run` first", file=sys.stderr)
+        print(
+            f"{shown_path(data_dir / RELEASE_DIR)}: nothing is released yet; run `make run` first",
+            file=sys.stderr,
+        )
         return 2
     strategy = args.strategy or current["run"].split("/", 1)[0]
     if table_key(strategy) not in current["table_versions"]:

@@ -8,8 +8,9 @@ Every materialization of `evaluation_summary` records its per-question outcomes 
 - `compare [A] [B] [--measure M] [--all] [--json]`: B against A on the questions both scored. A reference
   is `experiment[:strategy/retriever]`, the experiment an id (or its prefix), `current` or `previous`;
   A defaults to `previous`, B to `current`; a reference without a configuration takes the other's, and
-  when neither names one both take B's best, or, when the two differ in the embedder, every
-  configuration that uses it. `--all`: every configuration the two share, Holm-corrected. `--measure`:
+  when neither names one both take B's best on the development questions (`--json`: `chosen_on:
+  "dev"`), or, when the two differ only in settings that move some configurations (the embedder, the
+  analyzer, a fusion's or the reranker's settings), every configuration those settings reach. `--all`: every configuration the two share, Holm-corrected. `--measure`:
   the headline `hit@2000chars` (default), `hit@k`, or a judged criterion (`faithful`, `correct`,
   `cites_support`: the judge's share of yes, over the configurations answered).
 - `prune --keep N`: remove all but the N newest experiments (the current one and the one before it stay).
@@ -34,12 +35,14 @@ import pandas as pd
 from rag_pipeline.cli.embedders import run_embedders
 from rag_pipeline.lib.core import AnyPath, StorageError, location
 from rag_pipeline.lib.evaluation import LEDGER, UnknownReference, compare, compare_all, to_markdown
-from rag_pipeline.lib.evaluation.experiments import HIT, prune, read_current, read_index
-from rag_pipeline.lib.evaluation.looks import look_counts, looks_sentence
+from rag_pipeline.lib.evaluation.experiments import prune, read_current, read_index
+from rag_pipeline.lib.evaluation.looks import experiment_reuse, looks_sentence
 from rag_pipeline.lib.evaluation.measures import MEASURES, checked
 from rag_pipeline.lib.evaluation.pairs import Pairing, pairing
+from rag_pipeline.lib.evaluation.ranking import HIT
 from rag_pipeline.lib.evaluation.repair import repair
 from rag_pipeline.lib.evaluation.settings_diff import embedder_name
+from rag_pipeline.lib.evaluation.significance import p_text
 from rag_pipeline.lib.evaluation.verdict import MEASURE
 from rag_pipeline.lib.evaluation.versus import (
     Comparison,
@@ -52,11 +55,11 @@ from rag_pipeline.settings import Settings, SettingsError
 
 
 def list_experiments(root: AnyPath, as_json: bool, limit: int) -> str:
-    """Every experiment; `test_looks`: the choices its questions file's test split has confirmed,
-    with a warning past `limit` (RAG_TEST_LOOKS)."""
+    """Every experiment; `test_looks`: the choices its test questions have confirmed (the looks that
+    saw any of them), with a warning past `limit` (RAG_TEST_LOOKS)."""
     index = read_index(root)
-    counts = look_counts(root)
-    looks = [counts.get(q, 0) for q in index["questions_sha256"]]
+    found = [experiment_reuse(root, e, index) for e in index["id"]]
+    looks = [f.looks for f in found]
     if as_json:
         keys = ["id", "time", "commit", "embedding_version", "questions_sha256", "best", "best_value", "tune"]
         rows = index.astype(object).to_dict("records")
@@ -66,11 +69,9 @@ def list_experiments(root: AnyPath, as_json: bool, limit: int) -> str:
     if index.empty:
         return f"no experiment in {root} yet: run the pipeline (make run) first"
     current = read_current(root)["id"]
-    warnings = [
-        looks_sentence(q, counts[q], limit)
-        for q in dict.fromkeys(index["questions_sha256"])
-        if counts.get(q, 0) > limit
-    ]
+    warnings = dict.fromkeys(
+        f"{e}: {looks_sentence(f, limit)}" for e, f in zip(index["id"], found) if f.looks > limit or f.moved
+    )
     shown = pd.DataFrame(
         {
             "id": [f"{e}{' *' if e == current else ''}" for e in index["id"]],
@@ -80,15 +81,16 @@ def list_experiments(root: AnyPath, as_json: bool, limit: int) -> str:
             "strategies": index["strategies"].map(", ".join),
             "retrievers": index["retrievers"].map(", ".join),
             "questions": [f"{n} of {q[:8]}" for n, q in zip(index["n_questions"], index["questions_sha256"])],
-            "best": [f"{b} ({v:.3f})" for b, v in zip(index["best"], index["best_value"])],
+            "best": [f"{b} ({v:.3f})" if b else "-" for b, v in zip(index["best"], index["best_value"])],
             "looks": looks,
             "tune": index["tune"],
         }
     )
     return (
         f"{to_markdown(shown)}\n\n* the current build; questions: scored, of the questions file whose "
-        f"sha256 begins so; best: on {MEASURE}; looks: the choices that questions file's test split has "
-        "confirmed; tune: the tuning session of a trial" + "".join(f"\n{w}" for w in warnings)
+        f"sha256 begins so; best: on {MEASURE} over the development questions (the test questions choose "
+        "nothing); looks: the choices its test questions have confirmed; tune: the tuning session of a "
+        "trial" + "".join(f"\n{w}" for w in warnings)
     )
 
 
@@ -108,7 +110,9 @@ def comparison_text(c: Comparison, a_name: str, b_name: str) -> str:
             for k, (ra, rb) in c.recall.items()
         ),
         "",
-        f"paired randomisation test (10,000 sign flips) on {c.measure}: p = {c.p_value:.2g}",
+        f"paired randomisation test on {c.measure} (exact for hits and misses, else 10,000 sign flips): "
+        f"{p_text(c.p_value)}"
+        + (" (b's best configuration on the development questions)" if c.chosen_on else ""),
         f"won by b ({len(c.won)}; question ({what}): {ranked_list(c.won)}",
         f"lost by b ({len(c.lost)}): {ranked_list(c.lost)}",
         "",
@@ -138,9 +142,13 @@ def all_text(comparisons: list[Comparison]) -> str:
     )
 
 
+CHANGES = {"embedding_version": "the embedder", "analyzer": "the BM25 analyzer", "reranker": "the reranker"}
+
+
 def compare_command(root: AnyPath, a: str, b: str, every: bool, as_json: bool, measure: str) -> str:
     """`every`: every shared configuration; else as `pairing` says: nothing for one experiment with
-    itself, the configurations using the embedder when it is what differs, else one configuration."""
+    itself, the configurations the changed settings reach when only some can move, else one
+    configuration (named, or B's best on the development questions)."""
     paired = (
         pairing(root, a, b, measure)
         if not every
@@ -150,19 +158,22 @@ def compare_command(root: AnyPath, a: str, b: str, every: bool, as_json: bool, m
         if as_json:
             return json.dumps({"a": paired.a, "b": paired.b, "same": True}, indent=1)
         return f"a {a} and b {b} are the same experiment {paired.a} and configuration: nothing to compare"
-    if paired.kind in ("all", "embedder"):
+    if paired.kind in ("all", "reached"):
         if as_json:
             return json.dumps([c.as_json() for c in paired.comparisons], indent=1)
         said = ""
-        if paired.kind == "embedder":
+        if paired.kind == "reached":
+            what = ", ".join(CHANGES.get(k, f"`{k}`") for k in paired.what)
             said = (
-                f"a {paired.a} and b {paired.b} differ in the embedder: compared on the "
-                f"{len(paired.comparisons)} configurations that use it (dense and the hybrids; BM25 does "
-                "not use it: name a configuration, or --all, to compare it)\n\n"
+                f"a {paired.a} and b {paired.b} differ in {what}: compared on the "
+                f"{len(paired.comparisons)} configurations the change reaches (the others' rankings cannot "
+                "move: name a configuration, or --all, to compare them)\n\n"
             )
         return said + all_text(paired.comparisons)
     left, right = resolve_pair(root, a, b, measure)
     c = compare(left, right)
+    if ":" not in a and ":" not in b:
+        c.chosen_on = "dev"  # B's best on the development questions: no test question chose it
     return json.dumps(c.as_json(), indent=1) if as_json else comparison_text(c, *names(left, right))
 
 

@@ -34,7 +34,7 @@ from rag_pipeline.lib.asks import (
     read_log,
     read_terms,
 )
-from rag_pipeline.lib.core import location, read_frame
+from rag_pipeline.lib.core import location, read_frame, shown_path
 from rag_pipeline.lib.questions import (
     CATEGORIES,
     LLM_CATEGORIES,
@@ -94,7 +94,7 @@ def generate(args: argparse.Namespace, settings: Settings) -> int:
     for option, n in (("--n", args.n), ("--unauthorized", args.unauthorized)):
         if n < 0:
             raise ValueError(f"{option} {n}: give a number of questions, 0 or more")
-    source = Path(settings.questions)
+    source = Path(shown_path(settings.questions))  # as messages name it: from where the user stands
     out = out_path(args, source, ".generated.json")
     categories = [c.strip() for c in args.categories.split(",")] if args.categories else None
     unknown = sorted(set(categories or ()) - set(CATEGORIES))
@@ -151,7 +151,7 @@ def out_path(args: argparse.Namespace, source: Path, suffix: str) -> Path:
 
 def from_asks(args: argparse.Namespace, settings: Settings) -> int:
     """`gold from-asks`: the flagged asks as candidates, redacted; what was written and removed."""
-    source = Path(settings.questions)
+    source = Path(shown_path(settings.questions))  # as messages name it: from where the user stands
     out = out_path(args, source, ".asked.json")
     log = log_location(settings.ask_log, settings.data_dir)
     if log is None:
@@ -162,7 +162,7 @@ def from_asks(args: argparse.Namespace, settings: Settings) -> int:
     written = (items if args.merge else []) + made
     out.write_text(json.dumps(written, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     already = f"; {known} flagged record(s) already in {source}" if known else ""
-    print(f"{len(made)} candidate question(s) from the flagged records of {log}{already}")
+    print(f"{len(made)} candidate question(s) from the flagged records of {shown_path(log)}{already}")
     print(redact.summary())
     merged = f" after the {len(items)} questions of {source}" if args.merge else ""
     print(
@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         settings = Settings.from_env(os.environ)
-        source = settings.questions
+        source = shown_path(settings.questions)
         items = json.loads(Path(source).read_text(encoding="utf-8"))
         questions = parse_questions(items, source)
         notes = NotesRepository.from_settings(settings, store=DataStore.from_settings(settings))

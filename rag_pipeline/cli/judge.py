@@ -2,8 +2,9 @@
 
 Shows the answers of the last build one at a time, as the judge saw them
 (`$RAG_DATA_DIR/answers/judged_items.parquet`): the question, the passages (for `correct` the gold
-evidence its asker may read), the answer and the rubric, in a stratified random order (each run a
-random sample in proportion to its size). Records y (yes), n (no) or s (skip) into --out after each
+evidence its asker may read), the answer and the rubric: first the served run's answers (the live
+release's, else the report's baseline: the figures `make run` prints), in random order, then the other
+runs' in a stratified random order (each run a random sample in proportion to its size). Records y (yes), n (no) or s (skip) into --out after each
 answer and stops at q or at the end of the input; run again, it resumes where it stopped until --n
 labels of the criterion name the current answers. Point RAG_JUDGE_LABELS at the file to use them.
 Exits 2 on a bad argument or labels file, or when nothing was judged yet.
@@ -12,6 +13,7 @@ Exits 2 on a bad argument or labels file, or when nothing was judged yet.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -34,6 +36,7 @@ from rag_pipeline.lib.judging import (
     with_label,
     write_labels,
 )
+from rag_pipeline.lib.release import RELEASE_DIR, ReleaseError, read_current
 from rag_pipeline.settings import Settings, SettingsError
 
 KEYS = {"y": True, "n": False, "s": None}
@@ -70,6 +73,19 @@ def ask(stdin: TextIO, stdout: TextIO) -> str:
             return choice
 
 
+def served_run(data) -> str | None:
+    """`strategy/retriever` of the live release, else the report's baseline (None: neither known)."""
+    try:
+        live = read_current(data / RELEASE_DIR)
+    except ReleaseError:
+        live = None
+    if live:
+        return str(live["run"])
+    verdict = data / "reports" / "verdict.json"
+    baseline = json.loads(verdict.read_text()).get("baseline") if verdict.exists() else None
+    return None if not baseline else baseline if "/" in baseline else f"{baseline}/dense"
+
+
 def label(args: argparse.Namespace, data, stdin: TextIO, stdout: TextIO) -> int:
     path = data / lanes.JUDGED_ITEMS
     if not path.exists():
@@ -79,7 +95,7 @@ def label(args: argparse.Namespace, data, stdin: TextIO, stdout: TextIO) -> int:
     labels = read_labels(out)
     count = int(attach_labels(items, labels)[0][f"{args.criterion}_label"].notna().sum())
     seen = labelled(labels, items, args.criterion)
-    for index in label_order(items, args.seed):
+    for index in label_order(items, args.seed, served_run(data)):
         if count >= args.n:
             break
         if seen[index]:

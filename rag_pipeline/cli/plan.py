@@ -6,7 +6,9 @@ progress bar a terminal shows while a step embeds."""
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -14,9 +16,9 @@ import pandas as pd
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.sources import cleaned_rows, known_notes
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
-from rag_pipeline.lib.core import version_key
+from rag_pipeline.lib.core import StorageError, clipped, shown_path, version_key
 from rag_pipeline.lib.embedding import Passages, text_hashes
-from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote
+from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote, note_entries, resolve_commit
 
 MEASURED = 10  # the materializations of a lane searched back for its last measured embedding
 
@@ -98,13 +100,13 @@ def pending(
     return len(missing), sum(texts[h] for h in missing)
 
 
-def measured_rate(
-    instance: dg.DagsterInstance, keys: Iterable[dg.AssetKey], embedding_version: str
-) -> tuple[float, float] | None:
-    """Characters per second of the last embeddings each lane computed under `embedding_version`,
-    over all lanes, and when the latest was measured (a timestamp); None before any."""
+def measured_rate(instance: dg.DagsterInstance, embedding_version: str) -> tuple[float, float] | None:
+    """Characters per second of the last embeddings each lane of the instance (any strategy's: the
+    rate is the embedder's) computed under `embedding_version`, over all lanes, and when the latest
+    was measured (a timestamp); None before any."""
     chars = seconds = when = 0.0
-    for key in keys:
+    lanes_of = [k for k in instance.get_asset_keys() if k.to_user_string().startswith("embeddings_")]
+    for key in lanes_of:
         for record in instance.fetch_materializations(key, limit=MEASURED).records:
             meta = {k: v.value for k, v in record.asset_materialization.metadata.items()}
             if meta.get("embedding_version") == embedding_version and meta.get("embed_seconds"):
@@ -114,22 +116,64 @@ def measured_rate(
     return (chars / seconds, when) if seconds > 0 else None
 
 
+def build_rate(embedding_version: str) -> tuple[float, float] | None:
+    """The rate the build's instance measured (`RAG_BUILD_HOME`, which a tuning session's trials are
+    given: their own instance has measured nothing before their first embedding)."""
+    home = os.environ.get("RAG_BUILD_HOME")
+    if not home or not (Path(home) / "history").exists():
+        return None
+    with dg.DagsterInstance.from_config(home) as build:
+        return measured_rate(build, embedding_version)
+
+
 def embedding_line(defs: dg.Definitions, instance: dg.DagsterInstance, wanted, head, strategies) -> str:
     """How many passages the run will embed, and about how long that takes here."""
     try:
         count, chars = pending(defs, wanted, head, strategies)
+    except StorageError:  # the data directory cannot be read: nothing can run (`make run` says so)
+        raise
     except Exception as exc:  # a note or a user's chunker the run's own step will name, as it does
-        return f"  embed: not counted ({' '.join(str(exc).split())[:160]})"
+        return f"  embed: not counted ({clipped(exc, 300)})"
     if not count:
         return "  embed: nothing, every passage is in the vector store"
     version = defs.resources["embedder"].get().embedding_version
-    keys = [dg.AssetKey(lanes.lane_key("embeddings", s)) for s in strategies]
-    rate = measured_rate(instance, keys, version)
+    rate = measured_rate(instance, version) or build_rate(version)
     said = f"  embed: {count:,} passages ({chars:,} characters) not yet in the vector store"
     if rate is None:
         return f"{said}; no embedding rate measured on this machine for this embedder yet"
     when = datetime.datetime.fromtimestamp(rate[1]).strftime("%Y-%m-%d %H:%M")
     return f"{said}: about {duration(chars / rate[0])} at {rate[0]:,.0f} characters/s (measured {when})"
+
+
+def too_many_shards(defs: dg.Definitions, shards: int, head: str) -> str | None:
+    """What is wrong with `RAG_SHARDS` above the number of notes at `head` (shards that hold no
+    note), None when nothing is."""
+    if shards == 1:
+        return None
+    repo = defs.resources["notes_repo"]
+    notes = len(note_entries(resolve_commit(repo.open(), head), repo.glob, repo.exclude))
+    if shards <= notes:
+        return None
+    return (
+        f"RAG_SHARDS={shards} is more than the {notes} notes at {head[:12]}: a shard would hold no "
+        f"note; set RAG_SHARDS to {max(notes, 1)} or fewer"
+    )
+
+
+def run_in_progress(instance: dg.DagsterInstance, name: str) -> str | None:
+    """What a plan says while a run writes the data directory `name` (its assets are neither stale
+    nor fresh until it ends): the run and the steps it is at; None when no live run does."""
+    from rag_pipeline.defs.runs import ACTIVE, DATA_DIR_TAG, dead, unfinished_steps
+
+    for run in instance.get_runs(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE)):
+        if not dead(instance, run):  # a run whose process is gone is the next `make run`'s to end
+            steps = unfinished_steps(instance, run.run_id)
+            at = f" (at {', '.join(steps[:3])}{' …' if len(steps) > 3 else ''})" if steps else ""
+            return (
+                f"run {run.run_id} is in progress on the data directory {shown_path(name)}{at}: what is stale "
+                "is known when it ends; run --plan again then"
+            )
+    return None
 
 
 def stale_summary(stale: Mapping[dg.AssetKey, str], shown: int = 4) -> str:

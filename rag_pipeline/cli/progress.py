@@ -41,14 +41,18 @@ class Progress:
     (on a terminal, `tty`, one bar redrawn in place with the time left; else the log's lines); warnings
     and failures. `verbose` shows every event of the run's log instead."""
 
-    def __init__(self, echo=None, verbose: bool = False, every_s: float = 10.0, tty: bool = False):
+    def __init__(
+        self, echo=None, verbose: bool = False, every_s: float = 10.0, tty: bool = False, planned=frozenset()
+    ):
+        """`planned`: the names of the assets the run builds, as its plan counted them."""
         echo = echo or functools.partial(print, flush=True)  # flushed: a bar has no newline to flush it
+        self.planned = frozenset(planned)
         self.echo, self.verbose, self.every_s, self.tty = echo, verbose, every_s, tty
         self.bar = False  # a progress bar is drawn on the last line, without its newline yet
         self.done: list[str] = []
         self.failed: list[str] = []
         self.checks_failed: dict[str, list[tuple[str, str]]] = {}  # asset -> (check, problem)
-        self.not_run = 0  # steps below a failed one
+        self.not_run: set[str] = set()  # steps below a failed one
         self.reused = 0
         self.last = time.monotonic()
 
@@ -60,8 +64,8 @@ class Progress:
             self.echo(f"  {entry.level}  {entry.step_key or ''}  {entry.message or entry.user_message}")
         if event is None:
             message = entry.user_message or ""
-            if message.startswith(NOT_EXECUTED):
-                self.not_run += 1
+            if message.startswith(NOT_EXECUTED) and entry.step_key:
+                self.not_run.add(entry.step_key)
             elif self.verbose:
                 pass
             elif self.tty and (progress := EMBEDDED.match(message)):
@@ -84,6 +88,10 @@ class Progress:
                 self.checks_failed.setdefault(check.asset_key.to_user_string(), []).append(
                     (check.check_name, problem)
                 )
+        elif event.event_type == dg.DagsterEventType.RUN_FAILURE and not self.verbose and not self.failed:
+            error = event.event_specific_data.error if event.event_specific_data else None
+            if error is not None:  # the run itself failed, not a step (a lease on an object store)
+                self.show(f"  FAILED  {user_message(error)}")
         elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
             message = user_message(error) if error else "failed"
@@ -116,7 +124,7 @@ class Progress:
 
     def flush(self, force: bool = False) -> None:
         if self.verbose:  # every event was shown already
-            self.done, self.reused, self.not_run = [], 0, 0
+            self.done, self.reused, self.not_run = [], 0, set()
             return
         due = len(self.done) >= 6 or time.monotonic() - self.last >= self.every_s
         if (self.done or self.reused) and (force or due):
@@ -124,8 +132,11 @@ class Progress:
             self.show(f"  done: {', '.join(self.done) or '-'}{reused}")
             self.done, self.reused, self.last = [], 0, time.monotonic()
         if force and self.not_run:
-            self.show(f"  {self.not_run} step(s) below the failed one(s) did not run")
-            self.not_run = 0
+            # the assets of the plan (a blocking check run apart is a step of its own, no asset)
+            steps = self.not_run & self.planned if self.planned else self.not_run
+            of = f" of the {len(self.planned)} assets" if self.planned else " step(s)"
+            self.show(f"  {len(steps)}{of} did not run: they depend on the failed step(s)")
+            self.not_run = set()
 
 
 def follow(

@@ -1,12 +1,15 @@
 """`python -m rag_pipeline.release`: the live release (commit, run, recall, when), what a newer
 commit withholds from it outside a release, and the last decision with its reasons. Exits 1 when the last decision was a rejection, 2 when nothing was
-decided yet, a setting is bad or `release/current.json` is damaged, so CI can gate on it."""
+decided yet, a setting is bad, `release/current.json` is damaged or the object store cannot be read, so
+CI can gate on it."""
 
 import os
 import sys
 
-from rag_pipeline.lib.core import location
+from rag_pipeline.lib.core import StorageError, location
+from rag_pipeline.lib.questions import TEST
 from rag_pipeline.lib.release import REJECTED, RELEASE_DIR, ReleaseError, checked_current, read_history
+from rag_pipeline.lib.release.gate import SPLIT_NAMES
 from rag_pipeline.lib.serving import RevokedError, read_revocation
 from rag_pipeline.settings import Settings, SettingsError
 
@@ -15,13 +18,19 @@ def data_dir():
     return location(Settings.from_env(os.environ).data_dir)
 
 
+def questions_of(split: object) -> str:
+    """What a release's recall is over (a release recorded before `recall_on`: the test questions)."""
+    return SPLIT_NAMES.get(split if isinstance(split, str) else TEST, f"{split} questions")
+
+
 def live_line(current: dict | None) -> str:
     if current is None:
         return "live: nothing released yet"
     tables = ", ".join(f"{t} v{v}" for t, v in current["table_versions"].items())
     return (
         f"live: commit {current['commit'][:12]}, run {current['run']}, evidence recall@{current['k']} "
-        f"{current['recall']:.3f} on the test questions, released {current['time']} ({tables})"
+        f"{current['recall']:.3f} on the {questions_of(current.get('recall_on'))}, released "
+        f"{current['time']} ({tables})"
     )
 
 
@@ -38,7 +47,7 @@ def decision_lines(history) -> list[str]:
     last = history.iloc[-1]
     lines = [
         f"last decision: {last['decision']} at {last['time']}, commit {last['commit'][:12]}, run {last['run']}, "
-        f"evidence recall {last['recall']:.3f} on the test questions"
+        f"evidence recall {last['recall']:.3f} on the {questions_of(last.get('recall_on'))}"
     ]
     lines += [f"  - {reason}" for reason in last["reasons"]]
     if len(last["newly_missed"]):
@@ -48,10 +57,14 @@ def decision_lines(history) -> list[str]:
 
 def main() -> int:
     try:
-        data = data_dir()
-    except SettingsError as exc:
+        return show(data_dir())
+    except (SettingsError, StorageError) as exc:  # a bad setting, an object store down: one line
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def show(data) -> int:
+    """Print the live release and the last decision; the exit status."""
     history = read_history(data / RELEASE_DIR)
     if not len(history):
         print(

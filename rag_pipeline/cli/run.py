@@ -16,18 +16,20 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.cli.plan import plan_lines
+from rag_pipeline.cli.instance import InstanceError
+from rag_pipeline.cli.instance import home as instance_home
+from rag_pipeline.cli.instance import make as make_instance
+from rag_pipeline.cli.plan import plan_lines, run_in_progress, too_many_shards
 from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import StrategyError
-from rag_pipeline.lib.core import DirectoryLock
+from rag_pipeline.lib.core import StorageError
 from rag_pipeline.lib.questions import QuestionsError
 from rag_pipeline.lib.sources import NotesSourceError
-from rag_pipeline.settings import DEFAULT_DAGSTER_HOME, SettingsError
+from rag_pipeline.settings import SettingsError
 
 MAX_RUNS = 3  # a file that changes under a run makes it stale again once; more is a bug
 REJECTED_EXIT = 3  # everything ran and was evaluated, and the release gate held the new index back
@@ -147,22 +149,15 @@ def wait_while_busy(instance: dg.DagsterInstance, name: str, settings) -> None:
 def open_instance(plan: bool = False) -> dg.DagsterInstance:
     """`DAGSTER_HOME`'s instance, by default `make run`'s (`DEFAULT_DAGSTER_HOME`); a `plan` before
     it exists (no directory, or Dagster's default sqlite storage not made yet in it) reads an empty
-    one in memory, creating nothing. Two processes creating a fresh one at once would race on its
-    sqlite tables, so the creation is done under a lock."""
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(DEFAULT_DAGSTER_HOME)))
+    one in memory, creating nothing. Its storage is made once, under a lock (`cli.instance`);
+    InstanceError when it is damaged."""
+    home = instance_home()
     config = home / "dagster.yaml"
     own_storage = config.exists() and "storage" in config.read_text()  # Postgres, say
     if plan and not own_storage and not (home / "history" / "runs.db").exists():
         return dg.DagsterInstance.ephemeral()
-    if plan:
-        return dg.DagsterInstance.get()  # made already: opening it creates nothing
-    home.mkdir(parents=True, exist_ok=True)
-    lock = DirectoryLock(home / ".rag-instance.lock", "instance set-up")
-    lock.acquire()
-    try:
-        return dg.DagsterInstance.get()
-    finally:
-        lock.release()
+    make_instance(home)  # made already, for a plan: opening it creates nothing
+    return dg.DagsterInstance.get()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,11 +196,19 @@ def run(args: list[str]) -> int:
     # every process of the run (a step's, under the multiprocess executor) reads the same files
     os.environ.update(settings.path_variables())
     name = data_dir_name(settings.data_dir)
-    with open_instance(plan="--plan" in args) as instance:
+    try:
+        opened = open_instance(plan="--plan" in args)
+    except InstanceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with opened as instance:
         # the modules are imported and live as long as the process: the collector need not walk
         # their objects again (docs/assets.md)
         gc.freeze()
         gc.enable()
+        if plan and (busy := run_in_progress(instance, name)):
+            print(f"error: {busy}", file=sys.stderr)
+            return 2
         built = None  # the sources' versions the last run built from
         runs = 0
         while runs < MAX_RUNS:
@@ -218,13 +221,19 @@ def run(args: list[str]) -> int:
                     wait_while_busy(instance, name, settings)
                 observed, wanted = due(defs, instance, plan)
                 head = observed[HEAD]
+                if problem := too_many_shards(defs, settings.shards, head):
+                    raise SettingsError(problem)
                 print("\n".join(plan_lines(defs, instance, head, wanted, strategies)))
-            except (NotesSourceError, QuestionsError) as exc:  # the repository, ref or questions file set
+            except (NotesSourceError, QuestionsError, SettingsError) as exc:  # the notes, questions, shards
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
+            except StorageError as exc:  # the data directory's object store: its endpoint and variables
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
             if not wanted or plan:
                 return 0
-            progress = Progress(verbose=verbose, tty=sys.stdout.isatty())
+            planned = {key.to_user_string() for key in wanted}
+            progress = Progress(verbose=verbose, tty=sys.stdout.isatty(), planned=planned)
             # the run's log is shown by `Progress`, not by Dagster's console logger too
             quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
             config = pinned_config(defs.resources["notes_repo"], head) | quiet

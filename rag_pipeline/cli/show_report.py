@@ -3,23 +3,25 @@ comes last, where a terminal leaves the eye."""
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from rag_pipeline.cli.release import decision_lines, live_line, narrowed_lines
 from rag_pipeline.lib.answers import SHORT_KEY, answer_table
-from rag_pipeline.lib.core import location, read_frame, shown_path
+from rag_pipeline.lib.core import StorageError, location, read_frame, shown_path
 from rag_pipeline.lib.evaluation import (
     LEDGER,
     SHOWN,
     decided_rows,
-    look_counts,
+    experiment_reuse,
     looks_sentence,
     matrix_table,
     reference_table,
     reported_costs,
     short,
+    shown_matrix,
     to_markdown,
     with_costs,
 )
@@ -36,7 +38,15 @@ from rag_pipeline.lib.release import (
     read_current,
     read_history,
 )
-from rag_pipeline.settings import DEFAULT_DAGSTER_HOME, DEFAULT_DATA_DIR, DEFAULTS, Settings, SettingsError
+from rag_pipeline.settings import (
+    DEFAULT_DAGSTER_HOME,
+    DEFAULT_DATA_DIR,
+    DEFAULTS,
+    PATH_FIELDS,
+    VARS,
+    Settings,
+    SettingsError,
+)
 
 
 def live_release(data, verified: bool) -> dict | ReleaseError | None:
@@ -74,59 +84,94 @@ def stale_lines(reports) -> list[str]:
 
 
 def pointing(env: Mapping[str, str]) -> dict[str, str]:
-    """The variables that point a command at this build rather than `make run`'s: `DAGSTER_HOME` and
-    the path settings that differ from their defaults (`make holdout` sets four)."""
+    """The variables that point a command at this build rather than `make run`'s: `DAGSTER_HOME`, the
+    path settings that differ from their defaults (`make holdout` sets four), then every other
+    setting of the build that differs from its default (tune's `best.env` sets the retrieval settings
+    a configuration was measured under): a command without them acts on another build."""
     home = env.get("DAGSTER_HOME")
     # DAGSTER_HOME stays absolute: Dagster takes no other
     found = {"DAGSTER_HOME": home} if home and Path(home).resolve() != DEFAULT_DAGSTER_HOME.resolve() else {}
     default = DEFAULTS.path_variables()
-    ours = Settings.from_env(env).path_variables().items()
-    return found | {name: shown_path(value) for name, value in ours if default.get(name) != value}
+    settings = Settings.from_env(env)
+    ours = settings.path_variables().items()
+    paths = {name: shown_path(value) for name, value in ours if default.get(name) != value}
+    # the settings a build is made under (`Settings.shared`), not how one process runs it (`make
+    # run` itself sets RAG_RETRY_AFTER)
+    others = {k: v for k, v in settings.shared().items() if k not in {VARS[f].name for f in PATH_FIELDS}}
+    return found | paths | others
 
 
-def typed(variables: Mapping[str, str], only: tuple[str, ...] | None = None) -> str:
-    """`NAME=value ` for each variable (of `only`), as typed before a command."""
-    return "".join(f"{k}={v} " for k, v in variables.items() if only is None or k in only)
+def typed(variables: Mapping[str, str], leave_out: tuple[str, ...] = ()) -> str:
+    """`NAME=value ` for each variable (but those `leave_out`), as typed before a command."""
+    return "".join(f"{k}={shlex.quote(v)} " for k, v in variables.items() if k not in leave_out)
 
 
 def next_lines(
-    data, current: dict | ReleaseError | None, verdict: dict, where: Mapping[str, str] | None = None
+    data,
+    current: dict | ReleaseError | None,
+    verdict: dict,
+    where: Mapping[str, str] | None = None,
+    same: Mapping[str, str] | None = None,
 ) -> list[str]:
     """What the user got and what to do next: the served run (and whether it is the baseline or the
     best), an `ask` with a question of their set, the UI, and how to serve the best configuration;
-    each command with the variables `where` (`pointing`) it needs to act on this build: `ask` reads
-    only the data directory."""
-    where = where or {}
+    each command with the variables `where` (`pointing`) it needs to act on this build: `ask` opens
+    no Dagster instance. `same`: the strategies the report folds into another with the same chunks
+    (a run of one is the run of the other)."""
+    where, same = where or {}, same or {}
     current = None if isinstance(current, ReleaseError) else current
     best = configuration(verdict["best"][0]) if verdict.get("best") else None
     lines = []
     if current is not None:
-        served = current["run"]
+        strategy, _, retriever = current["run"].partition("/")
+        served = f"{same.get(strategy, strategy)}/{retriever}"
         role = (
             "the baseline"
             if served == configuration(str(verdict.get("baseline")))
             else "set by RAG_RELEASE_RUN"
         )
         role = "the best configuration" if served == best else role
-        lines.append(f"\nserved: {served} ({role}), commit {current['commit'][:12]}")
-    questions = data / "notes" / "questions.parquet"
-    example = None
-    if questions.exists():
-        frame = read_frame(questions, columns=["q", "answerable", "groups"])
-        public = frame[frame["answerable"] & frame["groups"].isna()]
-        example = str(public["q"].iloc[0]) if len(public) else None
+        lines.append(f"\nserved: {current['run']} ({role}), commit {current['commit'][:12]}")
+    example = ask_example(data, current["run"] if current else None)
     lines.append("next:")
     if example:
-        asking = typed(where, ("RAG_DATA_DIR",))
+        asking = typed(where, ("DAGSTER_HOME",))
         lines.append(f'  {asking}.venv/bin/python -m rag_pipeline.ask "{example}"    ask the live index')
     lines.append(
         f"  {typed(where)}make dev    the Dagster UI on http://127.0.0.1:3000 (evaluation_summary holds the report)"
     )
-    if best and current is not None and current["run"] != best:
+    if best and current is not None and served != best:
         lines.append(
-            f"  RAG_RELEASE_RUN={best} {typed(where)}make run    serve the best configuration instead"
+            f"  RAG_RELEASE_RUN={best} {typed(where, ('RAG_RELEASE_RUN',))}make run    serve the best "
+            "configuration instead"
         )
     return lines
+
+
+def ask_example(data, run: str | None) -> str | None:
+    """The question `ask` is shown with: the first public answerable one that the served `run` (as
+    `strategy/retriever`) answered with a citation of its evidence, so that the example shows an
+    answer; else the first public answerable one."""
+    questions = data / "notes" / "questions.parquet"
+    if not questions.exists():
+        return None
+    frame = read_frame(questions, columns=["question_id", "q", "answerable", "groups"])
+    public = frame[frame["answerable"] & frame["groups"].isna()]
+    answers = data / "answers" / "answers.parquet"
+    if run is not None and answers.exists():
+        strategy, retriever = run.split("/", 1)
+        found = read_frame(
+            answers, columns=["question_id", "strategy", "retriever", "abstained", "citation_correct"]
+        )
+        shown = found[
+            (found["strategy"] == strategy)
+            & (found["retriever"] == retriever)
+            & ~found["abstained"].astype(bool)
+            & found["citation_correct"].fillna(False).astype(bool)
+        ]
+        answered = public[public["question_id"].isin(set(shown["question_id"]))]
+        public = answered if len(answered) else public
+    return str(public["q"].iloc[0]) if len(public) else None
 
 
 def judged_lines(reports, current: dict | ReleaseError | None, verdict: dict) -> list[str]:
@@ -151,6 +196,15 @@ def main(verified: bool = False) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        return show(where, verified)
+    except StorageError as exc:  # the object store down: one line naming it and the variables
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def show(where: Mapping[str, str], verified: bool) -> int:
+    """Print the report of the data directory the environment names; the exit status."""
     reports = location(os.environ.get("RAG_DATA_DIR") or str(DEFAULT_DATA_DIR)) / "reports"
     path = reports / "evaluation_summary.parquet"
     if not path.exists():
@@ -174,13 +228,17 @@ def main(verified: bool = False) -> int:
         print(f"embedding_version {version}")
     print("\nThe reference experiment's table (dense retrieval):")
     print(to_markdown(reference_table(shown[shown["retriever"] == "dense"])))
-    print(f"\nEvery configuration, best {verdict['measure']} first. {folded_md(same)}")
+    print(
+        f"\nEvery configuration, best {verdict['measure']} on the development questions first. {folded_md(same)}"
+    )
     folded = budget[~budget["strategy"].isin(list(same))], splits[~splits["strategy"].isin(list(same))]
     matrix = matrix_table(shown, *folded)
     if (reports / "costs.parquet").exists():  # retrieval's latency and cost, as the verdict held them
         matrix = with_costs(
             matrix, reported_costs(read_frame(reports / "costs.parquet"), verdict.get("budgets") or {})
         )
+    chosen = configuration(verdict["best"][0]) if verdict.get("best") else None
+    matrix = shown_matrix(matrix, verdict["best"][0] if chosen else None, verdict["baseline"])
     print(to_markdown(matrix[[c for c in SHOWN if c in matrix]]))
     print(key_md())
     agreement = verdict.get("agreement")
@@ -199,24 +257,22 @@ def main(verified: bool = False) -> int:
         print(SHORT_KEY)
     current = live_release(reports.parent, verified)
     print("\n".join(judged_lines(reports, current, verdict)))
-    print(f"\nfull report: {reports / 'report.md'}")
+    print(f"\nfull report: {shown_path(reports / 'report.md')}")
     print(release_summary(reports.parent, current))
-    print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict, where)))
+    print("\n".join(stale_lines(reports) + next_lines(reports.parent, current, verdict, where, same)))
     print(f"\nVerdict: {plain(verdict['wording'])}{looks_note(reports.parent)}")
     return 0
 
 
 def looks_note(data) -> str:
-    """` (the test split of questions … has confirmed N choices)`, from the ledger (empty: none recorded)."""
+    """` (the test split (96 questions) has confirmed N choices)`, from the ledger (empty: none recorded)."""
     root = data / LEDGER
     current = read_ledger_current(root)["id"]
     index = read_index(root)
-    row = index[index["id"] == current]
-    if row.empty:
+    if current is None or current not in set(index["id"]):
         return ""
-    sha = str(row["questions_sha256"].iloc[0])
     limit = Settings.from_env(os.environ).test_looks
-    return f" ({looks_sentence(sha, look_counts(root).get(sha, 0), limit)})"
+    return f" ({looks_sentence(experiment_reuse(root, current, index), limit)})"
 
 
 if __name__ == "__main__":

@@ -7,10 +7,13 @@ strategy file and settings, in the session's own data directory and Dagster inst
 (`$RAG_DATA_DIR/tune/<id>/`): the build `make run` serves, its reports, its live release and its
 lineage stay as they were. The session starts from the build's vectors (hard links), so only new
 chunks are embedded, and hands the vectors it embedded back, so adopting the winner costs none.
-Every trial's experiment is recorded in the build's ledger (marked with its session); the best
-trial on the development questions is then compared, on the test questions, with the build's
-baseline and with its verdict's choice, which counts one look at that test split. Exits 0, 1 when a
-trial's run failed, 2 on bad input.
+Every trial's experiment is recorded in the build's ledger (marked with its session), with the look
+its verdict took at the test questions; the best trial on the development questions is then
+compared, on the test questions, with the build's baseline and with its verdict's choice, which counts
+one more look. `best.env` adopts it as measured: its strategy (named as the built-in one when that
+makes the same chunks), its retrieval settings, and its configuration kept as the verdict's choice
+(RAG_CHOSEN_RUN) and served (RAG_RELEASE_RUN), so `make run` reproduces the figures tune confirmed.
+Exits 0, 1 when a trial's run failed, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -29,17 +32,22 @@ from pathlib import Path
 import pandas as pd
 
 from rag_pipeline.lib.core import StorageError, location
-from rag_pipeline.lib.evaluation import LEDGER, looks_sentence, record_look, to_markdown
-from rag_pipeline.lib.evaluation.experiments import (
-    import_experiment,
-    read_current,
-    read_index,
-    read_outcomes,
-    scored_rows,
+from rag_pipeline.lib.evaluation import (
+    LEDGER,
+    experiment_reuse,
+    experiment_split,
+    import_looks,
+    looks_sentence,
+    record_look,
+    to_markdown,
 )
+from rag_pipeline.lib.evaluation.experiments import import_experiment, read_current, read_outcomes
+from rag_pipeline.lib.evaluation.ranking import scored_rows
+from rag_pipeline.lib.evaluation.significance import p_text, p_value
 from rag_pipeline.lib.evaluation.tuning import (
     SpaceError,
     Trial,
+    adoption,
     best_on_dev,
     confirm_on_test,
     draw,
@@ -47,7 +55,7 @@ from rag_pipeline.lib.evaluation.tuning import (
     read_space,
 )
 from rag_pipeline.lib.evaluation.versus import Comparison, Side, UnknownReference, experiment_sides
-from rag_pipeline.settings import Settings, SettingsError
+from rag_pipeline.settings import DEFAULT_DAGSTER_HOME, Settings, SettingsError
 
 RUN_OK = (0, 3)  # `rag_pipeline.run`: success, or only the session's release gate held its index back
 TAG = "rag/tune"
@@ -94,9 +102,12 @@ def trial_env(settings: Settings, session: Path, trial: Trial, number: int, tune
             "RAG_STRATEGY_FILE": str(folder / "strategy.toml"),
             "RAG_STRATEGIES": trial.name,
             "RAG_RELEASE_RUN": "",
+            "RAG_CHOSEN_RUN": "",
             "RAG_ANSWER_RUNS": "",
             "RAG_EXECUTOR": "in_process",
             "RAG_RUN_TAGS": f"{TAG}={tune},rag/trial={number}",
+            # the plan's embedding rate: the build measured it (cli/plan.py)
+            "RAG_BUILD_HOME": os.environ.get("DAGSTER_HOME") or str(DEFAULT_DAGSTER_HOME),
         }
         | trial.env()
     )
@@ -112,17 +123,20 @@ def run_trial(settings: Settings, session: Path, trial: Trial, number: int, tune
 
 
 def figures(c: Comparison | None) -> dict[str, object]:
-    """The build's configuration compared with, and the best trial's difference from it on test."""
+    """The build's configuration compared with, and the best trial's difference from it on test (the
+    difference of the two values as kept, as the verdict's `delta`)."""
     if c is None:
         return {"configuration": None, "test_delta": None, "test_p": None}
     return {
         "configuration": c.a.split(":", 1)[1],
-        "test_delta": round(c.delta, 4),
-        "test_p": round(c.p_value, 4),
+        "test_delta": round(round(c.value_b, 4) - round(c.value_a, 4), 4),
+        "test_p": p_value(c.p_value),
     }
 
 
-def output(tried: list[Tried], best: Tried, chosen: Side, versus: dict, session: Path, looks: str) -> dict:
+def output(
+    tried: list[Tried], best: Tried, chosen: Side, versus: dict, session: Path, looks: str, adopted: dict
+) -> dict:
     """What `--json` prints, and the table is made of."""
     test = on_test(chosen)
     return {
@@ -132,6 +146,9 @@ def output(tried: list[Tried], best: Tried, chosen: Side, versus: dict, session:
             for t in tried
         ],
         "best": best.trial.settings() | {"retriever": chosen.configuration.split("/", 1)[1]},
+        "configuration": adopted["RAG_CHOSEN_RUN"],
+        "built_in": best.trial.built_in(),
+        "adopt": adopted,
         "dev_value": round(float(best.best["value"]), 4),
         "test_value": round(test.value, 4) if len(scored_rows(test.rows)) else None,
         "test_delta": figures(versus["baseline"])["test_delta"],
@@ -159,10 +176,12 @@ def text(result: dict, session: Path) -> str:
             for t in result["trials"]
         ]
     )
+    same = f", the chunks of the built-in `{result['built_in']}`" if result["built_in"] else ""
     lines = [
         to_markdown(rows),
         "",
-        f"best on the development questions: {described(result['best'])} ({result['dev_value']:.3f})",
+        f"best on the development questions: {result['configuration']} ({described(result['best'])}{same}) "
+        f"({result['dev_value']:.3f})",
         f"confirmed once, on {result['n_test']} test questions: {result['test_value']}",
     ]
     for who in ("baseline", "current_choice"):
@@ -170,13 +189,15 @@ def text(result: dict, session: Path) -> str:
         said = (
             "not scored in the build"
             if c["configuration"] is None
-            else f"{c['test_delta']:+.3f} (p = {c['test_p']:.2g})"
+            else f"{c['test_delta']:+.3f} ({p_text(c['test_p'])})"
         )
         lines.append(f"  against the build's {who.replace('_', ' ')} {c['configuration'] or ''}: {said}")
     lines += [
         result["test_looks"],
-        f"adopt it: `set -a; . {session / 'best.env'}; set +a; make run` (its strategy, in "
-        f"{session / 'best-strategy.toml'}, joins the others)",
+        f"adopt it: `set -a; . {session / 'best.env'}; set +a; make run` (serves {result['configuration']} "
+        "under these settings and keeps it as the verdict's choice: "
+        + " ".join(f"{k}={v}" for k, v in result["adopt"].items())
+        + ")",
     ]
     return "\n".join(lines)
 
@@ -224,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         experiment = read_current(session / "data" / LEDGER)["id"]
         import_experiment(session / "data" / LEDGER, root, experiment, tune)
+        import_looks(session / "data" / LEDGER, root, experiment, tune)
         best = best_on_dev(read_outcomes(root, experiment))
         tried.append(Tried(number, trial, experiment, best))
         print(
@@ -234,12 +256,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     best = max(tried, key=lambda t: (round(float(t.best["value"]), 4), float(t.best["mrr@10"]), -t.number))
     chosen = experiment_sides(root, best.experiment)[str(best.best["configuration"])]
     versus = {who: confirm_on_test(chosen, side) if side else None for who, side in build.items()}
-    sha = str(read_index(root).set_index("id").at[best.experiment, "questions_sha256"])
-    looks = looks_sentence(sha, record_look(root, sha, best.experiment, f"tune {tune}"), settings.test_looks)
+    record_look(root, experiment_split(root, best.experiment), best.experiment, f"tune {tune}")
+    looks = looks_sentence(experiment_reuse(root, best.experiment), settings.test_looks)
     (session / "best-strategy.toml").write_text(best.trial.strategy_toml())
-    adopt = {"RAG_STRATEGY_FILE": str(session / "best-strategy.toml")} | best.trial.env()
+    retriever = chosen.configuration.split("/", 1)[1]
+    adopt = adoption(best.trial, retriever, session / "best-strategy.toml", settings.strategies)
     (session / "best.env").write_text("".join(f"{k}={v}\n" for k, v in adopt.items()))
-    result = output(tried, best, chosen, versus, session, looks)
+    result = output(tried, best, chosen, versus, session, looks, adopt)
     print(json.dumps(result, indent=1) if args.json else text(result, session))
     return 0
 

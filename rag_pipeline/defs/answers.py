@@ -1,5 +1,6 @@
 """Answer stage: the configured runs, and the `none` and `oracle` baselines, answered and scored."""
 
+import json
 from collections.abc import Mapping
 
 import dagster as dg
@@ -29,10 +30,15 @@ from rag_pipeline.lib.questions import Question, questions_from_frame, usable
 
 
 def answered_runs(
-    setting: str, summary: pd.DataFrame, baseline: tuple[str, str], served: tuple[str, str]
+    setting: str,
+    summary: pd.DataFrame,
+    baseline: tuple[str, str],
+    served: tuple[str, str],
+    chosen: tuple[str, str] | None,
 ) -> list[tuple[str, str]]:
-    """The runs named in `setting`, or the baseline and the best run by context recall; and the
-    `served` run (the release run, whose abstention the release gate compares) in any case."""
+    """The runs named in `setting`, or the baseline and the verdict's `chosen` run (chosen on the
+    development questions: no test question picks what is answered); and the `served` run (the
+    release run, whose abstention the release gate compares) in any case."""
     if setting.strip():
         runs = [tuple(r.strip().split("/", 1)) for r in setting.split(",") if r.strip()]
         known = set(zip(summary["strategy"], summary["retriever"]))
@@ -43,9 +49,17 @@ def answered_runs(
                     f"known: {', '.join(sorted('/'.join(k) for k in known))}"
                 )
         return list(dict.fromkeys([*runs, served]))
-    ranked = summary[summary["k"] == 1].sort_values("context_recall", ascending=False, kind="stable")
-    best = (ranked["strategy"].iloc[0], ranked["retriever"].iloc[0])
-    return list(dict.fromkeys([baseline, best, served]))
+    return list(dict.fromkeys([baseline, *([chosen] if chosen else []), served]))
+
+
+def verdict_choice(store: DataStore) -> tuple[str, str] | None:
+    """The run the verdict chose (`reports/verdict.json`'s first `best`), None when it chose none."""
+    path = store.path(lanes.report_path(lanes.VERDICT))
+    best = json.loads(path.read_bytes()).get("best") if path.exists() else None
+    if not best:
+        return None
+    strategy, _, retriever = str(best[0]).partition("/")
+    return strategy, retriever or "dense"
 
 
 def run_units(
@@ -107,7 +121,7 @@ def answers_asset(
         summary = decided_rows(read_table(summary_path).to_pandas())
         # with no answerable question there is no best run: only the baselines are answered
         runs = (
-            answered_runs(answerer.runs, summary, baseline, served)
+            answered_runs(answerer.runs, summary, baseline, served, verdict_choice(store))
             if summary["n_questions"].max() > 0
             else []
         )

@@ -15,6 +15,7 @@ from rag_pipeline.defs.outputs import damaged, elsewhere
 from rag_pipeline.defs.resources import DataStore
 
 SENSOR = "rag_automation"
+CODE_VERSION = "dagster/code_version"  # the tag Dagster gives a materialization: its code version
 A = dg.AutomationCondition
 
 
@@ -30,17 +31,22 @@ def latest_materializations(
 
 
 def intact(
-    record: dg.EventLogRecord | None, code_version: str | None, root: str, opened: bool
+    record: dg.EventLogRecord | None,
+    code_version: str | None,
+    root: str,
+    opened: bool,
+    settings: bool = True,
 ) -> tuple[bool, str]:
     """Whether the materialization `record` (an asset's latest) left its outputs whole in the data
-    directory `root`, made under the settings its code version names now; why not. `opened`: open
-    every LanceDB table (the nightly check), not only those whose files changed since their writer."""
+    directory `root`, made under the settings its code version names now (unless not `settings`);
+    why not. `opened`: open every LanceDB table (the nightly check), not only those whose files
+    changed since their writer."""
     if record is None:
         return True, "never materialized"
     metadata = record.asset_materialization.metadata
     made = recorded(metadata, CONFIG)
     wanted = config_of(code_version)
-    if wanted is not None and made != wanted:
+    if settings and wanted is not None and made != wanted:
         return False, f"made under other settings ({made}, now {wanted})"
     files = recorded(metadata, OUTPUTS) or []
     problem = elsewhere(files, root) or damaged(files, every=opened)
@@ -92,7 +98,11 @@ def broken_outputs(
     root = str(defs.resources["store"].path())
     found = {}
     for key, record in latest_materializations(instance, graph.materializable_asset_keys).items():
-        passed, why = intact(record, graph.get(key).code_version, root, opened=False)
+        version = graph.get(key).code_version
+        # made by another code version: requested as unsynced (`code or settings changed`), and other
+        # settings are what that code version says, no damage (a labels file edited, say)
+        same_code = record is not None and record.asset_materialization.tags.get(CODE_VERSION) == version
+        passed, why = intact(record, version, root, opened=False, settings=same_code)
         if not passed:
             found[key] = (record, why)
     return found

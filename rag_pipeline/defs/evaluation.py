@@ -35,6 +35,7 @@ from rag_pipeline.lib.evaluation import (
     report_provenance,
     reported_costs,
     same_chunks,
+    shown_matrix,
     strategy_outcomes,
     summarize,
 )
@@ -131,7 +132,11 @@ def summary_metadata(
     unbreakable string (a path, a full sha), which would widen the page's value column past a
     laptop's screen. A new entry is one line here."""
     judged = report.verdict
-    tables = glance_tables(report.matrix, report.category, judged["baseline"]) if len(report.matrix) else {}
+    chosen = judged["best"][0] if judged["best"] else None
+    readable = (
+        shown_matrix(report.matrix, chosen, judged["baseline"]) if len(report.matrix) else report.matrix
+    )
+    tables = glance_tables(readable, report.category, judged["baseline"], chosen) if len(readable) else {}
     return {
         "verdict": f"{plain(judged['wording'])} ({experiment['looks']}.)",
         **{name: frame_table(frame) for name, frame in tables.items()},
@@ -154,19 +159,23 @@ def summary_metadata(
     }
 
 
-def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -> dg.AssetsDefinition:
+def summary_asset(
+    strategies: list[Strategy], resources: Mapping[str, object], kept: tuple[str, str] | None = None
+) -> dg.AssetsDefinition:
+    """`kept`: the run the verdict keeps as its choice (RAG_CHOSEN_RUN), None: chosen on dev."""
     baseline = baseline_for(strategies)
 
     @stage_asset(
         "evaluation_summary",
         group="evaluation",
         # the retrieval settings the report names (candidate_k, the context budget), the strategies
-        # compared, the baseline, and the test share the experiment's id names (a share that moves no
-        # question's split changes no parent's data version)
+        # compared, the baseline and the run kept as chosen, and the test share the experiment's id
+        # names (a share that moves no question's split changes no parent's data version)
         config=lambda retrieval, questions_file: config_digest(
             retrieval.version(),
             [(s.name, s.version) for s in strategies],
             baseline,
+            kept,
             questions_file.test_share,
         ),
         resources=resources,
@@ -213,7 +222,7 @@ def summary_asset(strategies: list[Strategy], resources: Mapping[str, object]) -
         drift = store.read(lanes.GOLD_DRIFT)
         drawn_path = store.path("drawn", "plots.arrow")
         known = load_drawn(drawn_path)
-        reported = Reported(RUN_KEYS, retrieval.settings(), baseline)
+        reported = Reported(RUN_KEYS, retrieval.settings(), baseline, kept)
         priced = read_table(store.path(lanes.PRICED_COSTS))
         costs = reported_costs(priced.to_pandas(), json.loads(priced.schema.metadata[b"rag.budgets"]))
         report = build_report(outcomes, reported, provenance, invalid, same, gold, known, costs)

@@ -74,7 +74,7 @@ def judgments_asset(
         ],
         description="Every answer judged on `faithful`, `correct` and `cites_support` by RAG_JUDGE "
         "(`rules` offline, or a chat model asked for one JSON verdict per criterion, repeated and "
-        "cached); people's labels correct the mean (PPI, 95% interval); `answers/judgments.parquet`, "
+        "cached); people's labels correct the mean (PPI++ or the labels alone, 95% interval); `answers/judgments.parquet`, "
         "`reports/judged_summary.parquet`.",
     )
     def judgments(
@@ -99,7 +99,9 @@ def judgments_asset(
             judged = judge_all(model, items, judge.times(model), judge.bias_sample)
         scores = item_scores(judged.rows)
         table, counts = attach_labels(items_frame(items), labels)
-        summary = judged_summary(scores, table, judged.flips)
+        if said := counts.warning():
+            context.log.warning(f"RAG_JUDGE_LABELS: {said}")
+        summary = judged_summary(scores, table, judged.flips, judged.by_construction, counts.skipped)
         meta = read_table(store.path(lanes.report_path("evaluation_summary.parquet"))).schema.metadata or {}
         summary_file = store.path(lanes.report_path(lanes.JUDGED_SUMMARY))
         write_table(
@@ -110,7 +112,7 @@ def judgments_asset(
         record_judged(store.path(LEDGER), question_scores(scores), usable(questions))
         shown = to_markdown(judged_table(summary))
         context.log.info(f"judged summary ({judged.asked} judge requests):\n{shown}")
-        corrected = "corrected by people's labels (PPI)" if counts["used"] else "the judge's, uncorrected"
+        corrected = "corrected by people's labels" if counts.used else "the judge's, uncorrected"
         pages = {
             f"judged {'/'.join(served)}": dg.MetadataValue.md(
                 "\n".join(f"- {line}" for line in served_lines(summary, "/".join(served))) or "not answered"
@@ -128,9 +130,10 @@ def judgments_asset(
                 "judge_version": short(model.judge_version, 60),
                 "prompts_asked": judged.asked,
                 "figures": corrected,
-                "labels_used": counts["used"],
-                "labels_stale": counts["stale"],
-                "labels_unmatched": counts["unmatched"],
+                "labels_used": counts.used,
+                "labels_stale": counts.stale,
+                "labels_unmatched": len(counts.unmatched),
+                "labels_skipped": sum(counts.skipped.values()),
                 **pages,
             },
             files=[rows_file, summary_file, items_file],

@@ -6,14 +6,15 @@ import dagster as dg
 import pandas as pd
 
 from rag_pipeline.defs.resources import DataStore, QuestionsFile, RetrievalResource
+from rag_pipeline.lib.core import clipped
 from rag_pipeline.lib.evaluation import (
     LEDGER,
     NOT_RECORDED,
     REPAIR,
-    look_counts,
+    experiment_reuse,
     looks_sentence,
     previous_md,
-    record_experiment,
+    record_confirmed,
     repair,
 )
 
@@ -41,15 +42,17 @@ def experiment_entries(
         "test_share": questions_file.test_share,
     }
     by = "evaluation_summary" if confirmed else None
-    sha = provenance["questions_sha256"]
     try:
         for line in repair(root):
             log.warning(f"experiment ledger: {line}")
-        record_experiment(root, outcomes, questions, provenance, ranking, confirmed_by=by)
+        experiment = record_confirmed(root, outcomes, questions, provenance, ranking, by=by)
         said, markdown = previous_md(root)
-        looks = looks_sentence(sha, look_counts(root).get(sha, 0), questions_file.test_looks)
+        found = experiment_reuse(root, experiment)
+        looks = looks_sentence(found, questions_file.test_looks)
+        if found.moved:
+            log.warning(f"experiment ledger: {looks}")
     except (OSError, ValueError) as exc:  # an object store's, Arrow's and JSON's errors are among them
-        said = f"{NOT_RECORDED} ({' '.join(str(exc).split())[:300]})"
+        said = f"{NOT_RECORDED} ({clipped(exc, 300)})"
         log.warning(f"{said}; the build goes on")
         markdown = f"{said[0].upper()}{said[1:]}. `{REPAIR}` rebuilds the ledger's listing."
         looks = ""

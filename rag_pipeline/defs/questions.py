@@ -11,7 +11,7 @@ from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.defs.sources import cleaned_notes, questions_file
-from rag_pipeline.lib.core import UNAUTHORIZED, content_version, write_table
+from rag_pipeline.lib.core import UNAUTHORIZED, content_version, shown_path, write_table
 from rag_pipeline.lib.questions import (
     DRIFT_SCHEMA,
     QuestionsError,
@@ -22,6 +22,7 @@ from rag_pipeline.lib.questions import (
     gold_counts,
     gold_problems,
     invalid_gold_message,
+    question_splits,
     questions_frame,
     quoting_warnings,
     resolve_label_commits,
@@ -58,19 +59,23 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         notes_repo: NotesRepository,
         store: DataStore,
     ):
-        digest, source = questions_file.sha256(), questions_file.path
+        digest, source = questions_file.sha256(), shown_path(questions_file.path)
         commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
         cleaned = store.read(
-            lanes.CLEANED_NOTES, columns=["note", "path", "source_version", "text", "access"]
+            lanes.CLEANED_NOTES, columns=["note", "path", "source_version", "text", "access", "title"]
         )
         texts = dict(zip(cleaned["note"], cleaned["text"]))
         repo = notes_repo.open()
-        items = resolve_label_commits(repo, questions_file.load(), source)
+        asked = questions_file.load()
+        # split as the file has the questions: a note's access moving a question's category moves
+        # no question's split
+        splits = question_splits(asked, questions_file.test_share)
+        items = resolve_label_commits(repo, asked, source)
         # a labelled question whose note is gone is stale, not an error
         check_notes_exist([q for q in items if q.commit is None], set(texts), source)
         items = with_access(items, dict(zip(cleaned["note"], cleaned["access"])), source)
         quoting = quoting_warnings(
-            items, QuoteCheck(zip(cleaned["note"], cleaned["access"], cleaned["text"])), source
+            items, QuoteCheck(zip(*(cleaned[c] for c in ("note", "access", "text", "title")))), source
         )
         for line in quoting:  # the question is still asked: a warning, not a failure
             context.log.warning(line)
@@ -83,7 +88,7 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         if problems:
             context.log.warning(invalid_gold_message(source, problems))
         status = {q: s.status for q, s in statuses.items()}
-        frame = questions_frame(items, texts, problems, status, questions_file.test_share)
+        frame = questions_frame(items, texts, problems, status, splits=splits)
         frame["questions_sha256"] = digest
         path = store.write(frame, lanes.QUESTIONS)
         drift_path = store.path(lanes.GOLD_DRIFT)
@@ -114,7 +119,7 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
                 "n_stale_gold": counts["stale"],
                 "categories": dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
                 "splits": dg.MetadataValue.json(frame["split"].value_counts().to_dict()),
-                "file": source,
+                "file": questions_file.path,
                 "indexed_commit": commit,
             },
             files=[path, drift_path],

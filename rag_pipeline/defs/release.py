@@ -20,7 +20,7 @@ from rag_pipeline.defs.resources import (
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import leaked_rows, may_read
 from rag_pipeline.lib.evaluation import answer_cost_per_1k
-from rag_pipeline.lib.judging import KEY, item_scores
+from rag_pipeline.lib.judging import KEY, faithful_scores
 from rag_pipeline.lib.questions import asker_groups, usable
 from rag_pipeline.lib.release import (
     CURRENT,
@@ -195,6 +195,7 @@ def release_asset(
                 "run": name,
                 "k": k,
                 "recall": decision.recall,
+                "recall_on": decision.recall_on,
                 "embedding_version": str(report["embedding_version"].iloc[0]),
                 "table_versions": versions,
                 "questions_sha256": str(questions["questions_sha256"].iloc[0]) if len(questions) else "",
@@ -257,12 +258,8 @@ def release_asset(
 def judged(store: DataStore, run: tuple[str, str]) -> pd.DataFrame:
     """Per question of the release run: its judge_version, faithful score and a person's label."""
     rows = store.read(lanes.JUDGMENTS)
-    rows = rows[
-        (rows["strategy"] == run[0]) & (rows["retriever"] == run[1]) & (rows["criterion"] == "faithful")
-    ]
     items = store.read(lanes.JUDGED_ITEMS, columns=[*KEY, "faithful_label"])
-    scores = item_scores(rows).merge(items, on=KEY, how="left")
-    return scores.rename(columns={"score": "faithful"})
+    return faithful_scores(rows, items, store.read(lanes.report_path(lanes.JUDGED_SUMMARY)), run)
 
 
 def last_release(context: dg.AssetExecutionContext, store: DataStore) -> dict | None:
@@ -291,6 +288,7 @@ def decision_row(decision: Decision) -> dict:
     return {
         "decision": decision.decision,
         "recall": decision.recall,
+        "recall_on": decision.recall_on,
         "reasons": decision.reasons,
         "newly_missed": decision.newly_missed,
     }

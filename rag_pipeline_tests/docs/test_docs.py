@@ -127,6 +127,59 @@ def test_snippet_runs(snippet: Snippet, built):
     )
 
 
+ASK = re.compile(r"\.venv/bin/python -m rag_pipeline\.ask \"([^\"]+)\"(.*?)(?:\s+#.*)?$")
+ASKED = [(s, line) for s in RUNNABLE for line in s.code.splitlines() if ASK.search(line)]
+CITED = re.compile(r"^  \[\d+\] (\S+) > ", re.MULTILINE)  # after the answer: the notes it cites
+
+
+def ask(line: str, built) -> tuple[str, list[str]]:
+    """The answer `ask` prints for the command `line`, and the notes it cites."""
+    work, env = built
+    done = subprocess.run(
+        ["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = done.stdout.split("\nanswer (", 1)[1]
+    return answer.split("\n", 2)[1].strip(), CITED.findall(answer)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("snippet", "line"), ASKED, ids=[f"{s}#{i}" for i, (s, _) in enumerate(ASKED)])
+def test_every_ask_example_shows_what_it_is_there_to_show(snippet: Snippet, line: str, built):
+    """An example asked with `--groups` is answered from a note only those groups may read; one
+    asked without them, of the same question in the same snippet, gets no such note (the answerer
+    abstains); any other example is answered."""
+    import pandas as pd
+
+    question, options = ASK.search(line).groups()
+    answer, cited = ask(line, built)
+    access = pd.read_parquet(built[0] / "data" / "build" / "notes" / "cleaned_notes.parquet")
+    restricted = {note for note, groups in zip(access["note"], access["access"]) if len(groups)}
+    contrasted = any(
+        ASK.search(other)[1] == question and "--groups" in ASK.search(other)[2]
+        for other in snippet.code.splitlines()
+        if ASK.search(other)
+    )
+    if "--groups" in options:
+        assert answer != "(abstained)" and set(cited) & restricted, (answer, cited)
+    elif contrasted:
+        assert answer == "(abstained)" and not set(cited) & restricted, (answer, cited)
+    else:
+        assert answer != "(abstained)", (line, answer)
+
+
+@pytest.mark.slow
+def test_the_reports_ask_example_is_answered(built):
+    """`make run`'s report ends with an `ask` of a question the served configuration answered."""
+    work, env = built
+    report = subprocess.run(
+        [sys.executable, "-m", "rag_pipeline.show_report"], cwd=work, env=env, capture_output=True, text=True
+    )
+    (line,) = [line for line in report.stdout.splitlines() if "rag_pipeline.ask" in line]
+    answer, cited = ask(line.split("    ask the live index")[0], built)
+    assert answer != "(abstained)" and cited, (line, answer)
+
+
 def test_the_site_builds_strictly(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],

@@ -14,7 +14,8 @@ import pytest
 from scipy import stats
 
 from rag_pipeline.lib.evaluation import compare, holm, resolve
-from rag_pipeline.lib.evaluation.experiments import CURRENT, HIT, INDEX, OUTCOMES, prune
+from rag_pipeline.lib.evaluation.experiments import CURRENT, INDEX, OUTCOMES, prune
+from rag_pipeline.lib.evaluation.ranking import HIT
 from rag_pipeline.lib.evaluation.versus import Side
 from rag_pipeline_tests.fakes.json_server import free_port
 from rag_pipeline_tests.fakes.ollama import FakeOllama

@@ -45,6 +45,11 @@ def test_points_the_pipeline_would_refuse_are_left_out(tmp_path):
         ('[[strategy]]\nkind = "python"\n', "[[strategy]] #1: `kind` must be one of fixed, section"),
         ('[[strategy]]\nkind = "fixed"\nsize = []\n', "`size` must be a value or a non-empty list"),
         ('[[strategy]]\nkind = "fixed"\nsize = 100\noverlap = 100\n', "must be smaller than `size` (100)"),
+        # the value as written, not a strategy name made of it (`tune-fixed--5`)
+        (
+            '[[strategy]]\nkind = "fixed"\nsize = [-5, 0]\n',
+            "#1: parameter `size` must be an integer >= 1, not -5",
+        ),
         ('[[strategy]]\nkind = "section"\n[retrieval]\ntop_k = [3]\n', "[retrieval] may hold candidate_k"),
         ('[[strategy]]\nkind = "section"\n[retrieval]\ncandidate_k = [5]\n', "no combination has"),
         ("[search]\nx = 1\n", "unknown table(s) search"),

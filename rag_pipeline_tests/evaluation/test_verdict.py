@@ -1,6 +1,7 @@
 """The verdict chooses on the development questions (the configurations tied at the top there), says
 whether the chosen one beats the baseline significantly on the test questions, and words both in one
-sentence."""
+sentence; its best_value, baseline_value and delta are of one population (the test questions, or the
+development ones, named so, when too few test questions can decide)."""
 
 import pandas as pd
 
@@ -9,9 +10,17 @@ from rag_pipeline.lib.evaluation import verdict
 COLUMNS = ["configuration", "r@2k", "chars@5", "dev", "dev_mrr@10", "test", "Δ", "p"]
 
 
-def matrix(*rows: tuple, n_dev: int = 196, n_test: int = 84) -> pd.DataFrame:
-    """Rows of (configuration, r@2k on all questions, chars@5, dev, dev MRR@10, test, Δ and p on test)."""
-    return pd.DataFrame(rows, columns=COLUMNS).assign(n_dev=n_dev, n_test=n_test)
+def matrix(*rows: tuple, n_dev: int = 196, n_test: int = 84, baseline: str | None = None) -> pd.DataFrame:
+    """Rows of (configuration, r@2k on all questions, chars@5, dev, dev MRR@10, test, Δ and p on test),
+    with the baseline's (the row whose Δ is 0, or `baseline`) figures beside each as the splits hold
+    them; every development p-value 0.01."""
+    frame = pd.DataFrame(rows, columns=COLUMNS).assign(n_dev=n_dev, n_test=n_test)
+    base = frame[frame["configuration"] == baseline] if baseline else frame[frame["Δ"] == 0]
+    test_base = base["test"].iloc[0] if len(base) else float("nan")
+    dev_base = base["dev"].iloc[0] if len(base) else float("nan")
+    return frame.assign(
+        test_baseline=test_base, dev_baseline=dev_base, dev_delta=frame["dev"] - dev_base, dev_p=0.01
+    )
 
 
 # the matrices the tests judge, a scenario's rows together: (scenario, *a row of `matrix`)
@@ -35,7 +44,7 @@ SCENARIOS = [
 
 def judged(scenario: str, baseline: str) -> dict:
     """The verdict on a scenario's matrix (196 development and 84 test questions) against `baseline`."""
-    return verdict(matrix(*(row[1:] for row in SCENARIOS if row[0] == scenario)), baseline)
+    return verdict(matrix(*(row[1:] for row in SCENARIOS if row[0] == scenario), baseline=baseline), baseline)
 
 
 def test_a_significant_winner_is_chosen_on_dev_and_confirmed_on_test():
@@ -43,10 +52,14 @@ def test_a_significant_winner_is_chosen_on_dev_and_confirmed_on_test():
     assert got["best"] == ["section/rrf"] and got["significant"] and got["chosen_on"] == "dev"
     assert (got["n_dev"], got["n_test"], got["dev_value"], got["test_value"]) == (196, 84, 0.91, 0.88)
     assert (got["test_delta"], got["test_p"]) == (0.31, 0.0004) == (got["delta"], got["p_value"])
-    assert got["baseline_value"] == 0.6 and got["best_value"] == 0.9
+    # one population: the test questions; the development figures under their own keys
+    assert (got["best_value"], got["baseline_value"], got["compared_on"]) == (0.88, 0.57, "test")
+    assert round(got["best_value"] - got["baseline_value"], 4) == got["delta"]
+    assert (got["dev_value"], got["dev_baseline_value"], got["dev_delta"]) == (0.91, 0.6, 0.31)
     assert got["wording"] == (
         "`section/rrf` is chosen on 196 development questions (0.91); on 84 test questions it beats the "
-        "baseline `fixed-1000` by +0.31 on evidence recall within 2,000 characters (p = 0.0004)."
+        "baseline `fixed-1000` by +0.31 on evidence recall within 2,000 characters (0.88 against 0.57, "
+        "p = 0.0004)."
     )
 
 
@@ -56,14 +69,14 @@ def test_the_leader_on_dev_is_chosen_even_when_another_is_better_on_test():
     assert got["wording"].startswith(
         "No configuration beats the baseline `base` significantly on evidence recall within 2,000 "
         "characters: `a`, chosen on 196 development questions (0.85), differs from it by +0.02 on 84 "
-        "test questions (p = 0.6)"
+        "test questions (0.70 against 0.68, p = 0.6)"
     )
 
 
 def test_a_tie_at_the_top_without_significance_names_the_cheapest():
     got = judged("tie", "fixed-1000")
     assert got["best"] == ["section", "fixed-200/bm25"]  # tied on dev; MRR@10 on dev orders them
-    assert not got["significant"] and got["test_delta"] == 0.02
+    assert not got["significant"] and got["test_delta"] == 0.02 and got["best"][0] == "section"
     assert got["wording"].startswith("No configuration beats the baseline `fixed-1000` significantly")
     assert "the cheapest at equal recall is `fixed-200/bm25` (1,000 characters at k=5)" in got["wording"]
 
@@ -87,16 +100,40 @@ def test_under_30_test_questions_the_confirmation_is_weak():
     rows = (("a", 0.9, 900, 0.9, 0.9, 0.85, 0.3, 0.001), ("base", 0.6, 900, 0.6, 0.6, 0.55, 0.0, 1.0))
     got = verdict(matrix(*rows, n_dev=60, n_test=25), "base", "hand-written")
     assert got["significant"] and got["wording"].endswith(
-        "(p = 0.001); decided on the hand-written questions. The confirmation is weak: 25 answerable "
-        "test questions (fewer than 30)."
+        "(0.85 against 0.55, p = 0.001); decided on the hand-written questions. The confirmation is weak: "
+        "25 answerable test questions (fewer than 30)."
     )
     assert "weak" not in verdict(matrix(*rows, n_dev=60, n_test=30), "base")["wording"]
 
 
-def test_no_test_question_confirms_nothing_and_no_dev_question_chooses_nothing():
-    rows = (("a", 0.9, 900, 0.9, 0.9, float("nan"), float("nan"), float("nan")),)
-    got = verdict(matrix(*rows, ("base", 0.6, 900, 0.6, 0.6, *[float("nan")] * 3), n_test=0), "base")
-    assert got["best"] == ["a"] and not got["significant"] and got["test_value"] is None
-    assert got["test_p"] is None and got["wording"].endswith("no answerable test question confirms it.")
-    got = verdict(matrix(*rows, n_dev=0, n_test=12), "base")
+def test_too_few_test_questions_compare_on_dev_named_so_and_no_dev_question_chooses_nothing():
+    nan = float("nan")
+    rows = (("a", 0.9, 900, 0.9, 0.9, nan, nan, nan), ("base", 0.6, 900, 0.6, 0.6, nan, nan, nan))
+    for n_test in (0, 5):
+        got = verdict(matrix(*rows, n_test=n_test, baseline="base"), "base")
+        assert got["best"] == ["a"] and not got["significant"] and got["compared_on"] == "dev"
+        assert (got["best_value"], got["baseline_value"], got["delta"], got["p_value"]) == (
+            0.9,
+            0.6,
+            0.3,
+            0.01,
+        )
+        assert got["test_p"] is None and got["test_delta"] is None
+        assert (
+            f"{n_test} answerable test question(s) are too few to confirm anything (fewer than 6), so it "
+            "is compared on the development questions that chose it, which flatter it: +0.30 against the "
+            "baseline `base`"
+        ) in got["wording"]
+        assert "nan" not in got["wording"]
+    got = verdict(matrix(*rows[:1], n_dev=0, n_test=12), "base")
     assert got["best"] == [] and got["wording"].startswith("No answerable development question to choose on")
+
+
+def test_a_configuration_kept_as_chosen_is_the_verdict_s_choice():
+    """RAG_CHOSEN_RUN (tune's best.env): the configuration tune chose on development questions."""
+    got = verdict(
+        matrix(*(row[1:] for row in SCENARIOS if row[0] == "leader"), baseline="base"), "base", kept="b"
+    )
+    assert got["best"] == ["b"] and got["significant"] and got["kept"] == "b"
+    assert got["wording"].startswith("`b` is kept as chosen (RAG_CHOSEN_RUN: tune chose it on development")
+    assert (got["best_value"], got["delta"]) == (0.86, 0.18)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from rag_pipeline.lib.evaluation import split_figures, verdict
 from rag_pipeline.lib.evaluation.splits import MATRIX_COLUMNS
-from rag_pipeline.lib.questions import hashed_split
+from rag_pipeline.lib.questions import stratified_splits
 
 CONFIGURATIONS, QUESTIONS, TRUE_RECALL, SEEDS = 30, 280, 0.7, 100
 
@@ -28,7 +28,8 @@ def significant(hits: np.ndarray, reciprocal: np.ndarray, split: np.ndarray) -> 
 def significant_rates(seeds: int, better: float = 0.0) -> tuple[float, float]:
     """(same questions, dev-chosen and test-confirmed): the share of seeds whose verdict is
     significant; the last configuration's true recall is `better` above the others'."""
-    split = np.array([hashed_split(q, 0.3) for q in range(1, QUESTIONS + 1)], dtype=object)
+    drawn = stratified_splits(((q, None, "keyword", True) for q in range(1, QUESTIONS + 1)), 0.3)
+    split = np.array([drawn[str(q)] for q in range(1, QUESTIONS + 1)], dtype=object)
     both = np.array(["dev"] * QUESTIONS + ["test"] * QUESTIONS, dtype=object)
     truth = np.full((CONFIGURATIONS, 1), TRUE_RECALL)
     truth[-1] += better

@@ -28,7 +28,10 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # a client that read enough (a reply's limit)
+            self.close_connection = True
 
 
 FAULTS = {

@@ -3,7 +3,8 @@
 
 No judge model can be installed on the test machines, so this protocol fake stands in for one. Its
 verdicts follow a hidden truth (`truth(prompt)`), each flipped with probability `flip`; without a truth
-they are "yes" with probability `yes`. A share `invalid` of the replies is not JSON. Every draw is
+they are "yes" with probability `yes`. A share `invalid` of the replies is not JSON; `pad` words
+lengthen every reason (a judge that floods). Every draw is
 seeded by the prompt and the request's seed (the judge sends seed + repeat), so one request always
 gets one reply, a repeat another draw, and a rerun can be counted on `requests`.
 """
@@ -29,9 +30,11 @@ class FakeJudge(FakeLLM):
         flip: float = 0.0,
         yes: float = 0.7,
         invalid: float = 0.0,
+        pad: int = 0,
     ):
         super().__init__()
         self.truth, self.flip, self.yes, self.invalid = truth, flip, yes, invalid
+        self.padding = " very" * pad
 
     def respond(self, body: dict) -> str:
         prompt = body["messages"][-1]["content"]
@@ -46,4 +49,4 @@ class FakeJudge(FakeLLM):
         else:
             said = self.truth(prompt) != (draw.random() < self.flip)
         verdict = "yes" if said else "no"
-        return json.dumps({"verdict": verdict, "reason": f"the fake judge says {verdict}"})
+        return json.dumps({"verdict": verdict, "reason": f"the fake judge says{self.padding} {verdict}"})

@@ -42,11 +42,21 @@ def label(n: int, value, criterion: str = "faithful", answer: str | None = None)
 
 def test_labels_name_an_answer_and_a_changed_one_is_stale(tmp_path):
     path = tmp_path / "labels.json"
+    unknown = [label(0, True) | {"question_id": "999"}, label(1, False) | {"strategy": "nosuch"}]
     path.write_text(
-        json.dumps([label(0, True), label(1, False, "correct"), label(2, True, answer="old"), label(3, None)])
+        json.dumps(
+            [
+                label(0, True),
+                label(1, False, "correct"),
+                label(2, True, answer="old"),
+                label(3, None),
+                *unknown,
+            ]
+        )
     )
     items, counts = attach_labels(ITEMS, read_labels(path))
-    assert counts == {"used": 2, "stale": 1, "unmatched": 0}
+    assert (counts.used, counts.stale, counts.skipped) == (2, 1, {("section", "dense", "faithful"): 1})
+    assert counts.warning() == "2 labels name no judged answer: question 999, strategy nosuch"
     assert items["faithful_label"].astype(object).iloc[:4].tolist() == [True, pd.NA, pd.NA, pd.NA]
     assert items["correct_label"].astype(object).iloc[:2].tolist() == [pd.NA, False]
 
@@ -76,12 +86,14 @@ def test_a_bad_labels_file_is_one_line_naming_it(tmp_path, entries, said):
     assert said in one_line_error(tmp_path / "labels.json", entries, read_labels, LabelsError)
 
 
-def test_the_order_samples_each_run_in_proportion():
+def test_the_order_samples_each_run_in_proportion_and_the_served_run_first():
     order = label_order(ITEMS, seed=3)
     assert sorted(order) == list(range(60)) and order != list(range(60))
     first = ITEMS.loc[order[:30], "retriever"].value_counts()
     assert first["dense"] == 20 and first["oracle"] == 10
     assert label_order(ITEMS, seed=3) == order
+    served = label_order(ITEMS, seed=3, first="-/oracle")
+    assert set(ITEMS.loc[served[:20], "retriever"]) == {"oracle"} and sorted(served) == list(range(60))
 
 
 def test_label_records_each_answer_and_resumes_where_it_stopped(tmp_path, monkeypatch):
@@ -109,8 +121,9 @@ def test_a_bad_labels_file_stops_make_run_with_one_line(small_env, tmp_path):
     bad = tmp_path / "labels.json"
     bad.write_text(json.dumps([label(0, "yes")]))
     for path, said in [
-        (bad, f"RAG_JUDGE_LABELS: {bad}: label 1: label 'yes'"),
-        (tmp_path / "no.json", "no such file"),
+        (bad, "RAG_JUDGE_LABELS: labels.json: label 1: label 'yes'"),  # from where the command starts
+        (tmp_path / "no.json", "error: RAG_JUDGE_LABELS=no.json: no such file"),
+        (tmp_path, "error: RAG_JUDGE_LABELS: .: is a directory, not a labels file"),
     ]:
         done = cli("rag_pipeline.run", [], small_env | {"RAG_JUDGE_LABELS": str(path)}, tmp_path)
         assert done.returncode == 2 and said in done.stderr

@@ -139,6 +139,22 @@ def test_a_broken_output_fails_its_check_and_its_asset_runs_again(small_env):
     assert found.after == {}
 
 
+def test_an_edited_labels_file_is_a_change_of_settings_and_no_damage(small_env, tmp_path):
+    labels = tmp_path / "labels.json"
+    labels.write_text("[]")
+    env = small_env | {
+        "RAG_STRATEGIES": "section",
+        "RAG_RETRIEVERS": "dense",
+        "RAG_JUDGE_LABELS": str(labels),
+    }
+    instance = dg.DagsterInstance.ephemeral()
+    assert make_run(project_definitions(env), instance)[1].success
+    labels.write_text("[\n]\n")  # other bytes: the judge's settings digest changes
+    found, result = make_run(project_definitions(env), instance)
+    assert found.requested[dg.AssetKey("judgments")] == ["code or settings changed"]
+    assert result.success and found.after == {}
+
+
 def test_a_new_data_directory_with_the_same_instance_is_built_whole(small_env, tmp_path):
     env = small_env | {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense"}
     instance = dg.DagsterInstance.ephemeral()

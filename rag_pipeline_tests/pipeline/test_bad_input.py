@@ -111,6 +111,31 @@ def test_an_unreachable_object_store_names_the_variables(monkeypatch):
 
 
 @pytest.mark.parametrize(
+    ("module", "args", "status"),
+    [
+        ("rag_pipeline.run", ["--plan"], 1),
+        ("rag_pipeline.ask", ["What is WAL?"], 1),
+        ("rag_pipeline.experiments", ["list"], 2),
+        ("rag_pipeline.release", [], 2),
+        ("rag_pipeline.show_report", [], 1),
+    ],
+)
+def test_every_command_says_an_unreachable_object_store_in_one_line(
+    small_env, tmp_path, module, args, status
+):
+    endpoint = f"http://127.0.0.1:{free_port()}"  # a closed port
+    aws = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
+    env = small_env | aws | {"RAG_DATA_DIR": "s3://rag-bucket/run", "AWS_DEFAULT_REGION": "us-east-1"}
+    done = cli(module, args, env, tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == status and len(lines) == 1, done.stdout + done.stderr
+    assert lines[0].startswith("error: s3://rag-bucket/run/") and f"via endpoint {endpoint}, " in lines[0]
+    assert lines[0].endswith(
+        "check AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3), AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    )
+
+
+@pytest.mark.parametrize(
     ("value", "detail"),
     [
         ("section/rrf+ctxx", "unknown retriever 'rrf+ctxx'"),
@@ -171,38 +196,38 @@ def test_make_run_says_a_bad_setting_in_one_line(env, message, tmp_path):
 
 
 # each: the command, its arguments, the settings (relative paths: the command starts in tmp_path)
-# and the one line it must print, `{tmp}` standing for tmp_path
+# and the one line it must print, naming paths as they were given: from where the user stands
 BAD_SETTINGS = [
     (
         "rag_pipeline.run",
         {"RAG_NOTES_REPO": "nope"},
-        "error: RAG_NOTES_REPO={tmp}/nope: no such directory; set it to a git repository's path or a git URL",
+        "error: RAG_NOTES_REPO=nope: no such directory; set it to a git repository's path or a git URL",
     ),
     (
         "rag_pipeline.run",
         {"RAG_NOTES_REPO": "plain"},
-        "error: RAG_NOTES_REPO={tmp}/plain: not a git repository (no .git); run `git init` and commit the "
+        "error: RAG_NOTES_REPO=plain: not a git repository (no .git); run `git init` and commit the "
         "notes there, or set RAG_NOTES_REPO to a repository's path or URL",
     ),
     (
         "rag_pipeline.run",
         {"RAG_NOTES_REF": "nosuch"},
-        "error: RAG_NOTES_REF=nosuch: names no commit of {tmp}/notes; set it to a branch, tag or commit there",
+        "error: RAG_NOTES_REF=nosuch: names no commit of notes; set it to a branch, tag or commit there",
     ),
     (
         "rag_pipeline.run",
         {"RAG_QUESTIONS": "missing.json"},
-        "error: {tmp}/missing.json: questions file not found; set RAG_QUESTIONS to your questions file",
+        "error: missing.json: questions file not found; set RAG_QUESTIONS to your questions file",
     ),
     (
         "rag_pipeline.run",
         {"RAG_QUESTIONS": "plain"},
-        "error: {tmp}/plain: is a directory, not a questions file; set RAG_QUESTIONS to a JSON file",
+        "error: plain: is a directory, not a questions file; set RAG_QUESTIONS to a JSON file",
     ),
     (
         "rag_pipeline.run",
         {"RAG_EMBED_TIMEOUT": "inf"},
-        "error: RAG_EMBED_TIMEOUT='inf' is not valid: expected seconds per request, > 0 (inf is not a finite "
+        "error: RAG_EMBED_TIMEOUT='inf' is not valid: expected seconds per request, > 0 and at most 3600 (inf is not a finite "
         "number)",
     ),
     (
@@ -220,7 +245,7 @@ BAD_SETTINGS = [
     (
         "rag_pipeline.ask",
         {"RAG_LLM_TIMEOUT": "inf"},
-        "error: RAG_LLM_TIMEOUT='inf' is not valid: expected seconds per request, > 0 (inf is not a finite "
+        "error: RAG_LLM_TIMEOUT='inf' is not valid: expected seconds per request, > 0 and at most 3600 (inf is not a finite "
         "number)",
     ),
     ("rag_pipeline.ask --k 0", {}, "error: --k 0: ask for one passage or more (--k 1 or higher)"),

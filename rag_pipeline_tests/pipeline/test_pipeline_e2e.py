@@ -75,13 +75,16 @@ def test_the_summary_page_has_numbers_to_plot_and_a_headline_first(small_env, tm
     # read at a glance: the verdict as plain text first, then the tables a person reads first
     # shown inline, and what the lineage reads back last, in one entry
     assert list(metadata)[:3] == ["verdict", "top_configurations", "per_category"]
-    # the verdict, then how many choices its test split has confirmed
+    # the verdict, then how many choices its test split has confirmed: four answerable questions make
+    # no test question that could decide anything, so the verdict compares on dev, named so
     assert metadata["verdict"].value.startswith(verdict["wording"].replace("`", ""))
     assert (
-        metadata["verdict"].value.endswith("has confirmed 1 choice.)")
+        metadata["verdict"].value.endswith("(no test question: nothing is confirmed on the test split.)")
         and "`" not in metadata["verdict"].value
     )
-    assert verdict["chosen_on"] == "dev" and (verdict["n_dev"], verdict["n_test"]) == (2, 2)
+    assert verdict["chosen_on"] == "dev" and (verdict["n_dev"], verdict["n_test"]) == (4, 0)
+    assert verdict["compared_on"] == "dev" and not verdict["significant"]
+    assert "are too few to confirm anything" in verdict["wording"] and "nan" not in verdict["wording"]
     top = metadata["top_configurations"]
     assert isinstance(top, dg.TableMetadataValue) and 1 <= len(top.records) <= 5
     assert top.records[0].data["configuration"] == verdict["best"][0]

@@ -10,10 +10,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from rag_pipeline.cli import instance as instance_module
+from rag_pipeline.cli import plan as plan_module
 from rag_pipeline.cli import run
-from rag_pipeline.cli.plan import duration, plan_lines, progress_bar
+from rag_pipeline.cli.plan import duration, plan_lines, progress_bar, run_in_progress
 from rag_pipeline.cli.progress import Progress
 from rag_pipeline.cli.run import due
+from rag_pipeline.defs.runs import DATA_DIR_TAG
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import load_strategies
 from rag_pipeline_tests.support.repos import NOTES, commit_files
@@ -108,7 +111,7 @@ def test_without_dagster_home_every_cli_takes_make_run_s(tmp_path, monkeypatch):
     """`DAGSTER_HOME` unset (a command typed as the README has it): the project's data/dagster_home,
     as the Makefile exports it; a plan before it exists makes nothing."""
     home = tmp_path / "dagster_home"
-    monkeypatch.setattr(run, "DEFAULT_DAGSTER_HOME", home)
+    monkeypatch.setattr(instance_module, "DEFAULT_DAGSTER_HOME", home)
     monkeypatch.setenv("DAGSTER_HOME", "restored after the test")
     monkeypatch.delenv("DAGSTER_HOME")
     with run.open_instance(plan=True) as instance:
@@ -185,3 +188,74 @@ def test_a_failed_blocking_check_is_one_line_with_its_name_and_problem_and_a_lon
     assert f"  FAILED  release: check release_gate failed: {reasons}" in shown, shown
     assert progress.rejected()
     assert any(line.endswith("note-29 (sre only)") for line in shown), shown
+
+
+def test_a_plan_while_a_run_writes_the_data_directory_names_that_run(tmp_path, monkeypatch):
+    """Its assets are neither stale nor fresh until it ends: the plan says so, not `nothing is stale`."""
+    monkeypatch.chdir(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+    name = str(tmp_path / "out")
+    for run_id, status, where in [
+        ("done", dg.DagsterRunStatus.SUCCESS, name),
+        ("elsewhere", dg.DagsterRunStatus.STARTED, str(tmp_path / "other")),
+    ]:
+        instance.add_run(
+            dg.DagsterRun("index_and_evaluate", run_id, status=status, tags={DATA_DIR_TAG: where})
+        )
+    assert run_in_progress(instance, name) is None
+    instance.add_run(
+        dg.DagsterRun(
+            "index_and_evaluate", "busy", status=dg.DagsterRunStatus.STARTED, tags={DATA_DIR_TAG: name}
+        )
+    )
+    assert run_in_progress(instance, name) == (
+        "run busy is in progress on the data directory out: what is stale is known when it ends; "
+        "run --plan again then"
+    )
+
+
+def test_a_failed_first_step_is_one_line_and_the_assets_below_are_counted_of_the_plan():
+    @dg.asset
+    def first():
+        raise ValueError("notes/a.md: front matter never closed")
+
+    @dg.asset(deps=[first])
+    def below():
+        pass
+
+    @dg.asset(deps=[below])
+    def lower():
+        pass
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize([first, below, lower], instance=instance, raise_on_error=False)
+        shown: list[str] = []
+        progress = Progress(echo=shown.append, planned={"first", "below", "lower"})
+        for record in instance.all_logs(result.run_id):
+            progress.see(record)
+        progress.flush(force=True)
+    assert [line for line in shown if "FAILED" in line] == [
+        "  FAILED  first: ValueError: notes/a.md: front matter never closed"
+    ]  # once: the run's failure says nothing more
+    assert "  2 of the 3 assets did not run: they depend on the failed step(s)" in shown
+
+
+def test_the_embedding_rate_is_the_embedders_over_every_lane_and_a_tuning_trial_reads_the_builds(
+    tmp_path, monkeypatch
+):
+    """A new strategy's lanes, or a tuning trial in its own instance, have embedded nothing yet: the
+    rate is the embedder's, measured on any lane, in the build's instance for a trial."""
+    from rag_pipeline.cli.instance import make
+
+    home = tmp_path / "build_home"
+    make(home)
+    with dg.DagsterInstance.from_config(str(home)) as build:
+        for lane, seconds in [("embeddings_fixed_200", 2.0), ("embeddings_section", 3.0), ("other", 1.0)]:
+            meta = {"embedding_version": "e5", "embed_seconds": seconds, "chars_embedded": 1000.0}
+            build.report_runless_asset_event(dg.AssetMaterialization(lane, metadata=meta))
+        rate, _ = plan_module.measured_rate(build, "e5")
+    assert rate == 2000.0 / 5.0  # the two lanes, not `other`
+    trial = dg.DagsterInstance.ephemeral()
+    assert plan_module.measured_rate(trial, "e5") is None
+    monkeypatch.setenv("RAG_BUILD_HOME", str(home))
+    assert plan_module.build_rate("e5")[0] == 400.0 and plan_module.build_rate("other-embedder") is None

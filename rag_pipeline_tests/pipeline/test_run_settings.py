@@ -45,6 +45,7 @@ NOT_SHARED = {
     "RAG_RUN_TAGS": "rag/tune=t1",
     "RAG_ASK_LOG": "off",
     "RAG_REDACT_TERMS": "terms.txt",
+    "RAG_ASK_MAX_CHARS": "100",
 }
 
 

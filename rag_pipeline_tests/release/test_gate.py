@@ -165,3 +165,20 @@ def test_people_s_labels_correct_the_faithful_score_the_gate_compares():
     labelled = judged_results({q: 1.0 for q in range(1, 41)}, labels={q: False for q in range(1, 11)})
     decision = decide(labelled, [], before, 5, 0.05)
     assert decision.decision == REJECTED and "faithful fell from 1.000 to 0.000" in decision.reasons[0]
+
+
+def test_without_test_questions_the_gate_decides_on_dev_and_says_so():
+    """RAG_TEST_SHARE=0: every question is a development question. The recall is theirs, never NaN,
+    and a drop there is named as theirs."""
+    every = tuple(range(1, 21))
+    before = results({q: 1 for q in every}, dev=every)
+    first = decide(before, [], None, 5, 0.05)
+    assert first.decision == RELEASED and (first.recall, first.recall_on) == (1.0, "dev")
+    worse = decide(results({q: 1 if q > 4 else None for q in every}, dev=every), [], before, 5, 0.05)
+    assert worse.decision == REJECTED and worse.recall_on == "dev"
+    assert (
+        "on the 20 development questions (too few test questions to decide) both scored" in worse.reasons[0]
+    )
+    # five test questions are too few to decide: the development ones decide
+    assert decide(results({q: 1 for q in every}, dev=every[5:]), [], None, 5, 0.05).recall_on == "dev"
+    assert decide(results({q: 1 for q in every}, dev=every[6:]), [], None, 5, 0.05).recall_on == "test"

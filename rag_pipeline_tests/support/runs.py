@@ -121,10 +121,14 @@ def materialization_metadata(result, asset: str) -> dict:
 
 def cli(module: str, args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     """A CLI of the project run as a user would, from `cwd`, with `env` over this environment."""
+    from rag_pipeline.cli.instance import make
+
     (cwd / "dagster_home").mkdir(exist_ok=True)
     (cwd / "dagster_home" / "dagster.yaml").write_text(  # as `make run` sets it up: runs start at once
         "run_coordinator:\n  module: dagster.core.run_coordinator\n  class: DefaultRunCoordinator\n"
     )
+    if not (cwd / "dagster_home" / "history").exists():  # its storage too, once, under the lock
+        make(cwd / "dagster_home")
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=cwd,

@@ -13,7 +13,7 @@ from pydantic import PrivateAttr
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.runs import DATA_DIR_TAG, refusal, settings_tags
-from rag_pipeline.lib.core import AnyPath, Location, location, read_frame, write_frame
+from rag_pipeline.lib.core import AnyPath, Location, location, read_frame, shown_path, write_frame
 from rag_pipeline.lib.questions import Question, load_questions, questions_bytes
 from rag_pipeline.lib.sources import (
     SourceNote,
@@ -155,11 +155,11 @@ class QuestionsFile(FromSettings):
     test_looks: int = setting("test_looks")  # the verdict warns past it; not in `version`: a warning only
 
     def load(self) -> list[Question]:
-        return load_questions(self.path)
+        return load_questions(shown_path(self.path))  # its messages name it from where the user stands
 
     def sha256(self) -> str:
         """The file's content hash: the data version of the `questions_file` observation."""
-        return hashlib.sha256(questions_bytes(self.path)).hexdigest()
+        return hashlib.sha256(questions_bytes(shown_path(self.path))).hexdigest()
 
     def version(self) -> str:
         return config_digest(self.invalid, self.test_share)

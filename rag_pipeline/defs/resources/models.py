@@ -131,13 +131,15 @@ class AnswerResource(FromSettings):
     timeout: float = setting("llm_timeout")  # seconds per request, the whole request
     max_retries: int = setting("llm_retries")
     repeats: int = setting("answer_repeats")  # each question asked this often (a repeat index each)
+    max_reply: int = setting("max_reply")  # bytes of a chat server's reply read at most
     concurrency: int = 1
 
     def version(self) -> str:
         """What the answers depend on (not how patiently they are fetched), the prompt's version with it:
         a changed prompt answers again, in a fresh build and an incremental one alike."""
         return config_digest(
-            self.model_dump(include={"backend", "url", "model", "runs", "repeats"}), PROMPT_VERSION
+            self.model_dump(include={"backend", "url", "model", "runs", "repeats", "max_reply"}),
+            PROMPT_VERSION,
         )
 
     def get(self) -> LLM:
@@ -154,6 +156,8 @@ def chat_options(resource: "AnswerResource | JudgeResource") -> dict:
         "timeout": resource.timeout,
         "max_retries": resource.max_retries,
         "concurrency": resource.concurrency,
+        "max_bytes": resource.max_reply,  # a longer reply is not read (`JsonClient`)
+        "max_bytes_var": "RAG_MAX_REPLY",
     }
 
 
@@ -170,6 +174,7 @@ class JudgeResource(FromSettings):
     repeats: int = setting("judge_repeats")
     labels: str = setting("judge_labels")
     bias_sample: int = setting("judge_bias_sample")
+    max_reply: int = setting("max_reply")
     concurrency: int = 1
 
     def labels_sha256(self) -> str:
@@ -183,7 +188,7 @@ class JudgeResource(FromSettings):
         """What the judgments depend on: the judge, its repeats and bias sample, the labels' bytes (a
         labels file edited is a new code version, so the automation judges again), and the digests of
         the rubric and prompt and of the rules' code."""
-        judge = self.model_dump(include={"backend", "url", "model", "repeats", "bias_sample"})
+        judge = self.model_dump(include={"backend", "url", "model", "repeats", "bias_sample", "max_reply"})
         return config_digest(judge, self.labels_sha256(), PROMPT_DIGEST, RULES_DIGEST)
 
     def get(self) -> Judge:

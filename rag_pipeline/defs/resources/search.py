@@ -88,6 +88,7 @@ class ReleaseResource(FromSettings):
     `lib/evaluation/budgets.py`): the verdict chooses within the budgets, the gate serves none over."""
 
     run: str = setting("release_run")  # strategy/retriever; empty: the report's baseline
+    chosen: str = setting("chosen_run")  # what the verdict keeps as chosen; empty: chosen on dev
     k: int = setting("release_k")
     max_drop: float = setting("release_max_drop")
     max_faithful_drop: float = setting("release_max_faithful_drop")
@@ -96,7 +97,9 @@ class ReleaseResource(FromSettings):
     prices: str = setting("prices")
 
     def version(self) -> str:
-        return config_digest(self.model_dump(exclude={"prices"}))
+        # the prices file is budgets_version's; the run kept as chosen the verdict's (evaluation_summary
+        # names it)
+        return config_digest(self.model_dump(exclude={"prices", "chosen"}))
 
     def budgets_version(self) -> str:
         """The budgets and the prices file's bytes (`budgets`' settings): an edited price prices again."""

@@ -2,9 +2,9 @@
 `/v1/chat/completions` of any OpenAI-compatible server.
 
 `llm_version` names everything that changes an answer: backend, model (and its digest where the
-server gives one), sampling settings and the prompt version; the answer cache is keyed by it.
-A model's thinking (Ollama's `thinking` field, `reasoning_content`, or `<think>...</think>` in
-the content) is kept apart from the answer.
+server gives one), sampling settings, the bytes of a reply read and the prompt version; the answer
+cache is keyed by it. A model's thinking (Ollama's `thinking` field, `reasoning_content`, or
+`<think>...</think>` in the content) is kept apart from the answer.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class ChatLLM(LLM):
     def __init__(
         self, url: str, model: str, *, sampling: Sampling = Sampling(), concurrency: int = 1, **client: Any
     ):
-        """`client`: JsonClient's timeout, max_retries, backoff, headers and timeout_var."""
+        """`client`: JsonClient's timeout, max_retries, backoff, headers, timeout_var and max_bytes."""
         self.url, self.model, self.sampling = url.rstrip("/"), model, sampling
         self.concurrency = max(1, concurrency)
         self.http = JsonClient(
@@ -105,7 +105,7 @@ class ChatLLM(LLM):
 
     @property
     def llm_version(self) -> str:
-        return f"{self.model_version}|{self.sampling.version()}|{PROMPT_VERSION}"
+        return f"{self.model_version}|{self.sampling.version()}|reply={self.http.max_bytes}|{PROMPT_VERSION}"
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
         try:

@@ -37,7 +37,7 @@ from rag_pipeline.lib.core.storage import (
     write_frame,
     write_table,
 )
-from rag_pipeline.lib.core.text import PARAGRAPH_END, SENTENCE_BREAK, SENTENCE_END, SENTENCE_SPLIT
+from rag_pipeline.lib.core.text import PARAGRAPH_END, SENTENCE_BREAK, SENTENCE_END, SENTENCE_SPLIT, clipped
 from rag_pipeline.lib.core.vectors import vector_column, vector_matrix
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "StorageError",
     "as_path",
     "bearer",
+    "clipped",
     "closest",
     "content_version",
     "edit_distance",

@@ -7,7 +7,9 @@ is left of it fails the call at once, naming the wait asked for, and every wait 
 server, reason and length. `timeout` bounds each request as a whole, not each read (see
 deadline.py), so a server that never answers, or answers a byte at a time, fails the call within
 about (retries + 1) x timeout plus the backoff; while a request is outstanding a line is logged
-every `heartbeat_s`. A reply that is not JSON is an error naming the URL, never a bare decode error.
+every `heartbeat_s`. A reply that is not JSON is an error naming the URL, never a bare decode error;
+one longer than `max_bytes` is not read past that (`TooLong`), so a server that floods cannot fill
+memory or the caches.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import httpx
 import tenacity
 
 from rag_pipeline.lib.core.deadline import DeadlineTransport, within
+from rag_pipeline.lib.core.text import clipped
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 
@@ -46,6 +49,14 @@ class ServerError(RuntimeError):
     @property
     def retryable(self) -> bool:
         return self.status is None or self.status in RETRY_STATUS
+
+
+class TooLong(ServerError):
+    """The reply is longer than the client reads: asking again would get the same."""
+
+    @property
+    def retryable(self) -> bool:
+        return False
 
 
 class WaitTooLong(ServerError):
@@ -108,9 +119,13 @@ class JsonClient:
         connections: int = 1,
         heartbeat_s: float = 10.0,
         timeout_var: str = "the timeout",
+        max_bytes: int | None = None,
+        max_bytes_var: str = "the limit",
     ):
-        """`timeout_var` names the variable that sets `timeout`, for the error a too-long wait gives."""
+        """`timeout_var` names the variable that sets `timeout`, for the error a too-long wait gives;
+        `max_bytes_var` the one that sets `max_bytes` (None: no limit), for a too-long reply's."""
         self.url = url.rstrip("/")
+        self.max_bytes, self.max_bytes_var = max_bytes, max_bytes_var
         self.timeout_var = timeout_var
         self.name = name
         self.timeout = timeout
@@ -147,8 +162,12 @@ class JsonClient:
 
     def _post_once(self, url: str, body: dict[str, Any], started: float) -> Any:
         try:
-            with heartbeat(f"{self.name} {url}", self.heartbeat_s), within(self.timeout):
-                response = self.client.post(url, json=body)
+            with (
+                heartbeat(f"{self.name} {url}", self.heartbeat_s),
+                within(self.timeout),
+                self.client.stream("POST", url, json=body) as streamed,
+            ):
+                response = self._read(streamed, url)
         except httpx.TimeoutException as exc:
             raise ServerError(
                 f"{self.name} {url}: timed out after {self.timeout:g} s ({exc.__class__.__name__})",
@@ -165,7 +184,7 @@ class JsonClient:
             except ValueError:
                 raise ServerError(
                     f"{self.name} {url}: HTTP {status} but the reply is not JSON "
-                    f"({response.text[:80]!r}); is {self.url} the server's base URL?",
+                    f"({clipped(response.text, 80)!r}); is {self.url} the server's base URL?",
                     status,
                 ) from None
         wait = retry_after_seconds(response.headers.get("retry-after")) if status in (429, 503) else None
@@ -179,6 +198,23 @@ class JsonClient:
                 wait,
             )
         raise ServerError(f"{self.name} {url}: HTTP {status}: {server_message(response)}", status, wait)
+
+    def _read(self, streamed: httpx.Response, url: str) -> httpx.Response:
+        """The response with its body read, up to `max_bytes`: a longer one is `TooLong`, and the
+        rest is not read."""
+        chunks, size = [], 0
+        for chunk in streamed.iter_bytes():
+            size += len(chunk)
+            if self.max_bytes is not None and size > self.max_bytes:
+                raise TooLong(
+                    f"{self.name} {url}: the reply is longer than {self.max_bytes:,} bytes "
+                    f"({self.max_bytes_var}); the rest was not read"
+                )
+            chunks.append(chunk)
+        headers = [(k, v) for k, v in streamed.headers.multi_items() if k.lower() != "content-encoding"]
+        return httpx.Response(  # the body as read: decoded already
+            streamed.status_code, headers=headers, content=b"".join(chunks), request=streamed.request
+        )
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
         url = f"{self.url}{path}"
@@ -210,8 +246,8 @@ def server_message(response: httpx.Response) -> str:
     try:
         body = response.json()
     except ValueError:
-        return response.text[:200]
+        return clipped(response.text, 200)
     error = body.get("error", body) if isinstance(body, dict) else body
     if isinstance(error, dict):
         error = error.get("message", error)
-    return str(error)[:300]
+    return clipped(error, 300)

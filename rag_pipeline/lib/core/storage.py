@@ -41,8 +41,11 @@ def as_path(path: str | AnyPath) -> AnyPath:
     return path if isinstance(path, Location) else Path(path)
 
 
-def shown_path(path: str | Path) -> str:
-    """A local path as a user types it here: relative to the working directory when inside it."""
+def shown_path(path: str | AnyPath) -> str:
+    """A local path as a user types it here: relative to the working directory when inside it (an
+    object store's, as it is)."""
+    if isinstance(path, Location) or "://" in str(path):
+        return str(path)
     path = Path(path).absolute()
     return path.relative_to(Path.cwd()).as_posix() if path.is_relative_to(Path.cwd()) else str(path)
 

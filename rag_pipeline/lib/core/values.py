@@ -29,12 +29,14 @@ def flag(value: str) -> bool:
     return lowered in ("1", "true", "yes", "on")
 
 
-def number(kind: type, low: float) -> Callable[[str], Any]:
+def number(kind: type, low: float, high: float = math.inf) -> Callable[[str], Any]:
+    """A number from `low` to `high`: a count without a bound is a run that never ends."""
+
     def parse(value: str) -> Any:
         number = kind(value)
         if not math.isfinite(number):  # NaN and inf: no deadline, no count
             raise ValueError(f"{value.strip()} is not a finite number")
-        if number < low:
+        if not low <= number <= high:
             raise ValueError
         return number
 

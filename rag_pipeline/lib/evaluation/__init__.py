@@ -17,7 +17,18 @@ from rag_pipeline.lib.evaluation.experiments import (
     record_experiment,
 )
 from rag_pipeline.lib.evaluation.judged import record_judged
-from rag_pipeline.lib.evaluation.looks import look_counts, looks_sentence, record_look
+from rag_pipeline.lib.evaluation.looks import (
+    Reuse,
+    Split,
+    experiment_reuse,
+    experiment_split,
+    import_looks,
+    looks_sentence,
+    read_looks,
+    record_confirmed,
+    record_look,
+    reuse,
+)
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, plain, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
     REPORT_KS,
@@ -55,6 +66,7 @@ from rag_pipeline.lib.evaluation.tables import (
     records,
     reference_table,
     run_label,
+    shown_matrix,
 )
 from rag_pipeline.lib.evaluation.verdict import verdict
 from rag_pipeline.lib.evaluation.versus import (
@@ -82,6 +94,8 @@ __all__ = [
     "PricesError",
     "Report",
     "Reported",
+    "Reuse",
+    "Split",
     "UnknownReference",
     "access_at",
     "answer_cost_per_1k",
@@ -90,13 +104,15 @@ __all__ = [
     "compare",
     "compare_all",
     "decided_rows",
+    "experiment_reuse",
+    "experiment_split",
     "glance_tables",
     "headline_md",
     "headline_numbers",
     "heatmap",
     "holds",
     "holm",
-    "look_counts",
+    "import_looks",
     "looks_sentence",
     "matrix_table",
     "over_budget",
@@ -110,9 +126,11 @@ __all__ = [
     "question_outcomes",
     "question_sets",
     "rank_agreement",
+    "read_looks",
     "read_prices",
     "recall_at_k",
     "recall_grid",
+    "record_confirmed",
     "record_experiment",
     "record_judged",
     "record_look",
@@ -123,9 +141,11 @@ __all__ = [
     "report_provenance",
     "reported_costs",
     "resolve",
+    "reuse",
     "run_label",
     "same_chunks",
     "short",
+    "shown_matrix",
     "split_figures",
     "split_table",
     "strategy_outcomes",

@@ -133,13 +133,16 @@ def excluded_md(over: dict[str, list[dict[str, object]]], shown: int = 5) -> str
     return ", ".join(items[:shown]) + more
 
 
-def budgeted_verdict(matrix: pd.DataFrame, baseline: str, questions: str | None, costs: Costs | None) -> dict:
-    """The verdict choosing among the configurations within every budget, with `budgets` and
-    `over_budget` (configuration -> each budget it is over, the limit and the measured figure; one
-    not measured is over every budget); when none is within, nothing is chosen and the cheapest and
-    the fastest are named. Without budgets, the verdict as it was."""
+def budgeted_verdict(
+    matrix: pd.DataFrame, baseline: str, questions: str | None, costs: Costs | None, kept: str | None = None
+) -> dict:
+    """The verdict (`verdict.verdict`, `kept` as there) choosing among the configurations within every
+    budget, with `budgets` and `over_budget` (configuration -> each budget it is over, the limit and
+    the measured figure; one not measured is over every budget); when none is within, nothing is
+    chosen (not even `kept`) and the cheapest and the fastest are named. Without budgets, the verdict
+    as it was."""
     if costs is None or not costs.budgets.any:
-        return verdict(matrix, baseline, questions) | {
+        return verdict(matrix, baseline, questions, kept) | {
             "budgets": costs.entry() if costs else {},
             "over_budget": {},
         }
@@ -154,11 +157,11 @@ def budgeted_verdict(matrix: pd.DataFrame, baseline: str, questions: str | None,
     fields = {"budgets": costs.entry(), "over_budget": over}
     eligible = [c for c in configurations if c not in over]
     if eligible or matrix.empty:
-        judged = verdict(matrix, baseline, questions, eligible=eligible) | fields
+        judged = verdict(matrix, baseline, questions, kept, eligible) | fields
         if over:
             judged["wording"] = f"{judged['wording']} Over budget, not chosen: {excluded_md(over)}."
         return judged
-    judged = verdict(matrix.iloc[:0], baseline, questions) | fields | extremes(costs)
+    judged = verdict(matrix.iloc[:0], baseline, questions, kept) | fields | extremes(costs)
     budgets = ((LATENCY, costs.budgets.latency_p95_ms), (COST, costs.budgets.cost_per_1k))
     limits = ", ".join(f"{name}={limit:g}" for name, limit in budgets if limit is not None)
     judged["wording"] = (

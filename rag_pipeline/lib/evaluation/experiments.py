@@ -30,10 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_pipeline.lib.core import AnyPath, Location, read_frame, write_bytes, write_frame
-from rag_pipeline.lib.evaluation.looks import record_look
+from rag_pipeline.lib.core import AnyPath, Location, clipped, read_frame, write_bytes, write_frame
 from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET, REPORT_KS, chars_matrix, first_ranks_of
-from rag_pipeline.lib.evaluation.verdict import DIGITS
+from rag_pipeline.lib.evaluation.ranking import HIT, best_fields
 from rag_pipeline.lib.questions.labels import asker_groups
 
 LEDGER = "experiments"
@@ -44,8 +43,6 @@ JUDGED = "judged.parquet"
 CURRENT = "current.json"
 REPAIR = "python -m rag_pipeline.experiments repair"
 NOT_RECORDED = "this evaluation was not recorded in the experiment ledger"  # a build's warning
-SCORED = ("ok", "carried")  # the gold statuses under which a question is scored
-HIT = f"hit@{HEADLINE_BUDGET}chars"  # the headline measure, per question
 INDEX_COLUMNS = [
     "id",
     "time",
@@ -135,31 +132,6 @@ def ledger_outcomes(outcomes: pd.DataFrame, questions: pd.DataFrame) -> pd.DataF
     return frame
 
 
-def scored_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows a measure is computed over: answerable questions scored under ok or carried gold."""
-    keep = frame["answerable"].astype(bool) & frame["gold_status"].isin(SCORED) & frame[HIT].notna()
-    return frame[keep]
-
-
-def configurations(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration (`strategy/retriever`): the headline value and MRR@10 over its scored
-    questions, best first (ties on the rounded headline broken by MRR@10, as in the verdict)."""
-    rows = []
-    for (strategy, retriever), run in scored_rows(frame).groupby(["strategy", "retriever"], sort=False):
-        ranks = run["first_evidence_rank"].astype("Float64").to_numpy(dtype=float, na_value=np.inf)
-        rows.append(
-            {
-                "configuration": f"{strategy}/{retriever}",
-                "value": float(run[HIT].astype(bool).mean()),
-                "mrr@10": float(np.where(ranks <= 10, 1 / ranks, 0.0).mean()),
-                "n_questions": len(run),
-            }
-        )
-    table = pd.DataFrame(rows, columns=["configuration", "value", "mrr@10", "n_questions"])
-    order = table.assign(rounded=table["value"].round(DIGITS))
-    return order.sort_values(["rounded", "mrr@10"], ascending=False, kind="stable").drop(columns="rounded")
-
-
 def folder_files(root: AnyPath) -> dict[str, set[str]]:
     """{experiment id: the names of the files in its folder}, listed at once."""
     if isinstance(root, Location):
@@ -190,7 +162,7 @@ def read_index(root: AnyPath) -> pd.DataFrame:
     try:
         index = read_frame(path)
     except (OSError, ValueError) as exc:  # Arrow's errors are one or the other
-        raise LedgerError(path, f"cannot be read ({' '.join(str(exc).split())[:120]})") from None
+        raise LedgerError(path, f"cannot be read ({clipped(exc, 300)})") from None
     if "id" not in index:
         raise LedgerError(path, "has no `id` column")
     return index if "tune" in index else index.assign(tune="")
@@ -232,11 +204,9 @@ def record_experiment(
     provenance: Mapping[str, str],
     ranking: Mapping[str, object],
     now: datetime | None = None,
-    confirmed_by: str | None = None,
 ) -> str:
     """Record this evaluation under its id (nothing is written when it is recorded already) and make
-    it the current experiment; returns its id. `confirmed_by`: who confirmed a choice on its test
-    split, counted once, when the experiment is new (None: nothing was confirmed)."""
+    it the current experiment; returns its id (`looks.record_confirmed` counts a look with it)."""
     settings = experiment_settings(outcomes, provenance, ranking)
     experiment = experiment_id(settings)
     index, current = read_index(root), read_current(root)  # before this experiment's folder is there
@@ -244,7 +214,6 @@ def record_experiment(
         frame = ledger_outcomes(outcomes, questions)
         # the outcomes first, then the row: an id in the index always has them
         write_frame(frame, root / experiment / OUTCOMES)
-        best = configurations(frame).head(1)
         row = {
             "id": experiment,
             "time": (now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
@@ -253,16 +222,12 @@ def record_experiment(
             "questions_sha256": provenance["questions_sha256"],
             "strategies": list(settings["strategies"]),
             "retrievers": settings["retrievers"],
-            "n_questions": int(best["n_questions"].iloc[0]) if len(best) else 0,
-            "best": best["configuration"].iloc[0] if len(best) else "",
-            "best_value": round(float(best["value"].iloc[0]), DIGITS) if len(best) else float("nan"),
+            **best_fields(frame),
             "settings": json.dumps(settings, sort_keys=True, ensure_ascii=False),
             "tune": "",
         }
         write_bytes(json.dumps(row, ensure_ascii=False, indent=1).encode(), root / experiment / RECORD)
         add_to_index(root, index, row)
-        if confirmed_by is not None and experiment not in set(index["id"]):
-            record_look(root, provenance["questions_sha256"], experiment, confirmed_by, now)
     if current["id"] != experiment:
         write_bytes(json.dumps({"id": experiment, "previous": current["id"]}).encode(), root / CURRENT)
     return experiment

@@ -23,9 +23,10 @@ def record_judged(root: AnyPath, scores: pd.DataFrame, questions: pd.DataFrame) 
             "question_sha256": [question_digest(row) for row in questions.itertuples(index=False)],
             "category": questions["category"],
             "answerable": questions["answerable"].astype(bool),
+            "split": questions["split"],
         }
     )
-    first = ["strategy", "retriever", "question_id", "question_sha256", "category", "answerable"]
+    first = ["strategy", "retriever", "question_id", "question_sha256", "category", "answerable", "split"]
     frame = scores.merge(asked, on="question_id", how="inner")
     frame = frame[first + [c for c in frame.columns if c not in first]].reset_index(drop=True)
     path = root / current / JUDGED

@@ -19,21 +19,23 @@ COLUMN_KEY = {
     "context": "evidence among what would reach the LLM: context_k units within context_chars",
     "r@Nk": f"evidence recall within a budget of N,000 characters; r@{HEADLINE_BUDGET // 1000}k is the headline",
     "dev": f"r@{HEADLINE_BUDGET // 1000}k on the development questions, which order the table and choose",
-    "test": f"r@{HEADLINE_BUDGET // 1000}k on the test questions, which confirm the choice",
+    "test": f"r@{HEADLINE_BUDGET // 1000}k on the test questions, which confirm the choice: shown for the "
+    "chosen configuration and the baseline only (another's would invite choosing on the test questions; "
+    "`splits.parquet` has them all)",
     "Δ": "test minus the baseline's test, on the same test questions",
-    "p": "paired randomisation p-value of Δ (10,000 sign flips)",
+    "p": "the exact paired test's p-value of Δ (McNemar's: hits and misses per question)",
     "p95 ms": "95th percentile over the questions of retrieval's latency per question on the served table "
     "(query embedded, searched, reranked), in milliseconds",
     "cost/1k": "what retrieving for 1,000 questions costs at the prices of RAG_PRICES, in their currency "
-    "(nan: unpriced)",
+    "(?: unpriced)",
 }
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
     """A GitHub Markdown table (pandas' own needs the optional `tabulate`)."""
 
-    def cell(v: object) -> str:
-        return f"{v:.2f}" if isinstance(v, float) else str(v)
+    def cell(v: object) -> str:  # NaN: an empty cell
+        return ("" if v != v else f"{v:.2f}") if isinstance(v, float) else str(v)
 
     lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]

@@ -12,9 +12,11 @@ from __future__ import annotations
 import pandas as pd
 
 from rag_pipeline.lib.core import AnyPath, read_frame
-from rag_pipeline.lib.evaluation.experiments import HIT, JUDGED, configurations, read_outcomes, scored_rows
+from rag_pipeline.lib.evaluation.experiments import JUDGED, read_outcomes
 from rag_pipeline.lib.evaluation.metrics import REPORT_KS
-from rag_pipeline.lib.evaluation.verdict import DIGITS, MEASURE
+from rag_pipeline.lib.evaluation.ranking import HIT, configurations, on_dev, scored_rows
+from rag_pipeline.lib.evaluation.splits import DIGITS
+from rag_pipeline.lib.evaluation.verdict import MEASURE
 
 RETRIEVAL = {HIT: MEASURE, **{f"hit@{k}": f"evidence recall@{k}" for k in REPORT_KS}}
 JUDGED_MEASURES = {
@@ -48,15 +50,22 @@ def scored(rows: pd.DataFrame, measure: str) -> pd.DataFrame:
 
 
 def ranked(rows: pd.DataFrame, measure: str) -> list[str]:
-    """The configurations (`strategy/retriever`) of `rows` best first: by the headline (as the verdict
-    orders them) for a retrieval measure, by the measure itself for a judged one, the answers'
+    """The configurations (`strategy/retriever`) of `rows` best first on the development questions
+    (no test question chooses), then any scored on no development question: by the headline (as the
+    verdict orders them) for a retrieval measure, by the measure itself for a judged one, the answers'
     baselines (`-/none`, `-/oracle`) after the configurations."""
     if measure in RETRIEVAL:
-        return list(configurations(rows)["configuration"])
+        first = list(configurations(on_dev(rows))["configuration"])
+        return list(dict.fromkeys([*first, *configurations(rows)["configuration"]]))
     judged = scored(rows, measure)
-    values = judged.groupby(judged["strategy"] + "/" + judged["retriever"], sort=False)[measure].mean()
+    names = judged["strategy"] + "/" + judged["retriever"]
+    chosen = on_dev(judged)
+    values = chosen.groupby(names[chosen.index], sort=False)[measure].mean().reindex(names.unique())
     order = pd.DataFrame({"value": values.round(DIGITS), "baseline": values.index.str.startswith(BASELINE)})
-    return list(order.sort_values(["baseline", "value"], ascending=[True, False], kind="stable").index)
+    order = order.sort_values(
+        ["baseline", "value"], ascending=[True, False], kind="stable", na_position="last"
+    )
+    return list(order.index)
 
 
 def shown_value(measure: str) -> str:

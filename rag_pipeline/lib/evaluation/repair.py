@@ -19,13 +19,12 @@ from rag_pipeline.lib.evaluation.experiments import (
     OUTCOMES,
     RECORD,
     LedgerError,
-    configurations,
     folder_files,
     read_current,
     read_index,
     read_outcomes,
 )
-from rag_pipeline.lib.evaluation.verdict import DIGITS
+from rag_pipeline.lib.evaluation.ranking import best_fields
 
 
 def recovered_row(root: AnyPath, experiment: str) -> dict:
@@ -33,7 +32,6 @@ def recovered_row(root: AnyPath, experiment: str) -> dict:
     what shaped them (commit, embedder, settings) is not known, its time is the file's."""
     path = root / experiment / OUTCOMES
     frame = read_outcomes(root, experiment)
-    best = configurations(frame).head(1)
     mtime = path.stat().st_mtime if isinstance(path, Path) else None
     return {
         "id": experiment,
@@ -43,9 +41,7 @@ def recovered_row(root: AnyPath, experiment: str) -> dict:
         "questions_sha256": "",
         "strategies": sorted(set(frame["strategy"])),
         "retrievers": list(dict.fromkeys(frame["retriever"])),
-        "n_questions": int(best["n_questions"].iloc[0]) if len(best) else 0,
-        "best": best["configuration"].iloc[0] if len(best) else "",
-        "best_value": round(float(best["value"].iloc[0]), DIGITS) if len(best) else float("nan"),
+        **best_fields(frame),
         "settings": json.dumps({"recovered": f"from {OUTCOMES}; the settings were not recorded"}),
     }
 

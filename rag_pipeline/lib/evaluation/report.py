@@ -25,6 +25,7 @@ from rag_pipeline.lib.evaluation.tables import (
     rank_table,
     reference_table,
     run_label,
+    shown_matrix,
 )
 from rag_pipeline.lib.evaluation.verdict import verdict
 
@@ -182,7 +183,11 @@ def single_report(
     matrix = with_costs(
         tables.matrix[~tables.matrix["strategy"].isin(list(same))].reset_index(drop=True), costs
     )
-    judged = budgeted_verdict(matrix, run_label(*baseline), LABELS[source], costs)
+    # the run kept as chosen, under the name the tables fold its strategy into
+    chosen = (
+        run_label(same.get(reported.kept[0], reported.kept[0]), reported.kept[1]) if reported.kept else None
+    )
+    judged = budgeted_verdict(matrix, run_label(*baseline), LABELS[source], costs, chosen)
     candidate_k = settings.candidate_k
     dense = summary[summary["retriever"] == "dense"]
     drawn = Drawn({} if drawn is None else drawn)
@@ -191,7 +196,7 @@ def single_report(
     (pareto_png,) = drawn(pareto_plot, pareto_points(summary, budget))
     title = f"Evidence recall within {HEADLINE_BUDGET:,} characters, by chunking strategy and retriever"
     (heatmap_png,) = drawn(heatmap, recall_grid(budget), title)
-    best = matrix.iloc[0]
+    best = matrix[matrix["configuration"] == judged["best"][0]].iloc[0] if judged["best"] else matrix.iloc[0]
     cat = category[category["k"] == 5].assign(
         run=lambda f: [run_label(s, r) for s, r in zip(f["strategy"], f["retriever"])]
     )
@@ -219,7 +224,10 @@ def single_report(
         f"{judged['n_dev']} development and {judged['n_test']} test questions"
     )
     folds = f"\n\n{folded_md(same)}" if same else ""
-    matrix_md = f"{header}{folds}\n\n{to_markdown(matrix[[c for c in SHOWN if c in matrix]])}\n\n{key_md()}"
+    readable = shown_matrix(matrix, judged["best"][0] if judged["best"] else None, judged["baseline"])
+    matrix_md = (
+        f"{header}{folds}\n\n{to_markdown(readable[[c for c in SHOWN if c in readable]])}\n\n{key_md()}"
+    )
     reference_md = to_markdown(reference_table(summary))
     category_md = (
         "Evidence recall@5 by question category (questions per category in brackets).\n\n"

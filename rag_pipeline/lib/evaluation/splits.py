@@ -2,9 +2,10 @@
 
 The best of many configurations on some questions is biased upward on those questions (the winner's
 curse), and a p-value for a leader picked after the fact is too small. So the configurations are
-ordered on the `dev` split alone, and only the `test` split measures the chosen one against the
-baseline: per configuration, the headline measure and MRR@10 on `dev`, the headline measure on
-`test`, and on `test` the paired difference from the baseline with its randomisation p-value.
+ordered on the `dev` split alone (`dev_order`), and only the `test` split measures the chosen one
+against the baseline: per configuration, the headline measure and MRR@10 on `dev`, the headline
+measure on `test`, and on each split the paired difference from the baseline with its p-value (the
+development one is what a verdict falls back on, named so, when too few test questions can decide).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from rag_pipeline.lib.evaluation.plots import configuration_name
 from rag_pipeline.lib.evaluation.significance import paired_randomizations
 from rag_pipeline.lib.questions import DEV, TEST
 
-FIGURES = ["n_dev", "dev", "dev_mrr@10", "n_test", "test", "test_baseline", "test_delta", "test_p"]
+FIGURES = ["n_dev", "dev", "dev_mrr@10", "dev_baseline", "dev_delta", "dev_p"]
+FIGURES += ["n_test", "test", "test_baseline", "test_delta", "test_p"]
+DIGITS = 4  # values equal to this many decimals tie
 # the figures as the configuration matrix names them: Δ and p are the test split's
 MATRIX_COLUMNS = {"test_delta": "Δ", "test_p": "p"}
 
@@ -27,27 +30,31 @@ def split_figures(
 ) -> pd.DataFrame:
     """One row of `FIGURES` per configuration. `hits` (configurations x answerable questions): the
     headline hit; `reciprocal`: 1 / the first evidence rank, 0 past rank 10; `split`: each question's
-    split; `baseline`: the baseline's row (None: not evaluated, no test comparison)."""
-    dev, test = split == DEV, split == TEST
-    figures = pd.DataFrame(
-        {
-            "n_dev": int(dev.sum()),
-            "dev": hits[:, dev].mean(axis=1) if dev.any() else np.nan,
-            "dev_mrr@10": reciprocal[:, dev].mean(axis=1) if dev.any() else np.nan,
-            "n_test": int(test.sum()),
-            "test": hits[:, test].mean(axis=1) if test.any() else np.nan,
-            "test_baseline": np.nan,
-            "test_delta": np.nan,
-            "test_p": np.nan,
-        },
-        index=range(len(hits)),
-    )
-    if baseline is not None and test.any():
-        base = hits[baseline, test]
-        figures["test_baseline"] = base.mean()
-        figures["test_delta"] = figures["test"] - base.mean()
-        figures["test_p"] = paired_randomizations(hits[:, test], base)
-    return figures
+    split; `baseline`: the baseline's row (None: not evaluated, no comparison)."""
+    figures = pd.DataFrame(index=range(len(hits)))
+    for name in (DEV, TEST):
+        chosen = split == name
+        figures[f"n_{name}"] = int(chosen.sum())
+        figures[name] = hits[:, chosen].mean(axis=1) if chosen.any() else np.nan
+        if name == DEV:
+            figures["dev_mrr@10"] = reciprocal[:, chosen].mean(axis=1) if chosen.any() else np.nan
+        for figure in ("baseline", "delta", "p"):
+            figures[f"{name}_{figure}"] = np.nan
+        if baseline is not None and chosen.any():
+            base = hits[baseline, chosen]
+            figures[f"{name}_baseline"] = base.mean()
+            figures[f"{name}_delta"] = figures[name] - base.mean()
+            figures[f"{name}_p"] = paired_randomizations(hits[:, chosen], base)
+    return figures[FIGURES]
+
+
+def dev_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` (a row per configuration with `dev` and `dev_mrr@10`) in the order the verdict chooses
+    by: the headline on the development questions (equal to `DIGITS` decimals ties), MRR@10 there
+    breaking ties, the first row first among equals."""
+    ranked = frame.assign(_value=frame["dev"].round(DIGITS))
+    ranked = ranked.sort_values(["_value", "dev_mrr@10"], ascending=False, kind="stable", na_position="last")
+    return ranked.drop(columns="_value")
 
 
 def split_table(outcomes: pd.DataFrame, run_keys: list[str], baseline: tuple[str, str]) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from rag_pipeline.lib.evaluation.metrics import (
 )
 from rag_pipeline.lib.evaluation.plots import configuration_name
 from rag_pipeline.lib.evaluation.significance import paired_randomization
-from rag_pipeline.lib.evaluation.splits import FIGURES, MATRIX_COLUMNS, split_table
+from rag_pipeline.lib.evaluation.splits import FIGURES, MATRIX_COLUMNS, dev_order, split_table
 from rag_pipeline.lib.retrieval import RetrievalSettings, parse_retriever
 
 run_label = configuration_name
@@ -34,11 +34,13 @@ RANK_COLUMNS = ["question_id", "category", "answerable", "split", "note_rank", "
 @dataclass(frozen=True)
 class Reported:
     """What a report is of: the configurations (`run_keys` name their columns), the retrieval
-    settings they ran under and the baseline run (strategy, retriever)."""
+    settings they ran under, the baseline run (strategy, retriever) and the run the verdict keeps as
+    its choice (RAG_CHOSEN_RUN; None: it chooses on the development questions)."""
 
     run_keys: list[str]
     settings: RetrievalSettings
     baseline: tuple[str, str]
+    kept: tuple[str, str] | None = None
 
 
 @dataclass
@@ -178,10 +180,12 @@ def comparison(
 
 
 def matrix_table(summary: pd.DataFrame, budget: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration, the chosen first: best on the headline measure (evidence recall
-    within HEADLINE_BUDGET characters) on the development questions, their MRR@10 breaking ties; `dev`
-    and `test` are the headline measure on each split, `Δ` and `p` compare it with the baseline on the
-    test questions (`splits`: `split_table`'s rows; empty: ordered on all questions, no comparison)."""
+    """One row per configuration in the verdict's order (`dev_order`: best on the headline measure,
+    evidence recall within HEADLINE_BUDGET characters, on the development questions, their MRR@10
+    breaking ties); `dev` and `test` are the headline measure on each split, `Δ` and `p` compare it
+    with the baseline on the test questions (`splits`: `split_table`'s rows; empty: ordered on all
+    questions, no comparison). Every configuration's test figures are here: people read
+    `shown_matrix`."""
     headline = HEADLINE
     rows = []
     for (strategy, retriever), run in summary.groupby(["strategy", "retriever"], sort=False):
@@ -212,8 +216,8 @@ def matrix_table(summary: pd.DataFrame, budget: pd.DataFrame, splits: pd.DataFra
         if not c.empty:
             row |= c[FIGURES].rename(columns=MATRIX_COLUMNS).iloc[0].to_dict()
         rows.append(row)
-    order = ["dev", "dev_mrr@10", headline, "mrr@10"] if len(splits) else [headline, "mrr@10"]
-    table = pd.DataFrame(rows).sort_values(order, ascending=False, kind="stable", na_position="last")
+    table = pd.DataFrame(rows).sort_values([headline, "mrr@10"], ascending=False, kind="stable")
+    table = dev_order(table) if len(splits) else table
     return (
         table.drop(columns=["strategy", "retriever"])
         .assign(strategy=table["strategy"], retriever=table["retriever"])
@@ -221,18 +225,34 @@ def matrix_table(summary: pd.DataFrame, budget: pd.DataFrame, splits: pd.DataFra
     )
 
 
-def glance_tables(matrix: pd.DataFrame, category: pd.DataFrame, baseline: str) -> dict[str, pd.DataFrame]:
+TEST_COLUMNS = ("test", "test_baseline", "Δ", "p")
+
+
+def shown_matrix(matrix: pd.DataFrame, chosen: str | None, baseline: str) -> pd.DataFrame:
+    """The matrix as people read it: the test split's figures of the `chosen` configuration and the
+    baseline only. A column of every configuration's test figure, each with its own uncorrected
+    p-value, invites choosing on the test questions after all."""
+    kept = matrix["configuration"].isin([chosen, baseline])
+    shown = matrix.assign(**{c: matrix[c].where(kept) for c in TEST_COLUMNS if c in matrix})
+    if "p" in shown:  # an exact p-value can be 1e-08: two significant digits, not two decimals
+        shown["p"] = [f"{p:.2g}" if p == p else "" for p in shown["p"]]
+    return shown
+
+
+def glance_tables(
+    matrix: pd.DataFrame, category: pd.DataFrame, baseline: str, chosen: str | None = None
+) -> dict[str, pd.DataFrame]:
     """The two tables a person reads first, narrow enough for a laptop's metadata column: the top
     five configurations on the headline measure (on all questions, on the development and the test
     questions, with Δ and p against the baseline on the test questions, retrieval's p95 latency and
-    cost per 1,000 questions), and recall@5 per question
-    category of the best configuration beside the baseline's."""
+    cost per 1,000 questions), and recall@5 per question category of the `chosen` configuration
+    (default: the first) beside the baseline's."""
     shown = ("configuration", HEADLINE, "dev", "test", "Δ", "p", "p95 ms", "cost/1k")
     top = matrix.head(5)[[c for c in shown if c in matrix]].copy()
-    if "p" in top:
+    if "p" in top and pd.api.types.is_float_dtype(top["p"]):  # `shown_matrix` gives them as text
         top["p"] = [f"{p:.2g}" if p == p else "" for p in top["p"]]
     by_run = category.set_index("configuration")
-    runs = {"best": str(matrix.iloc[0]["configuration"]), "baseline": baseline}
+    runs = {"best": chosen or str(matrix.iloc[0]["configuration"]), "baseline": baseline}
     per_category = pd.DataFrame(
         {"category": list(by_run.columns)}
         | {

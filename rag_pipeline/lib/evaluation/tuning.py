@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from rag_pipeline.lib.chunking import StrategyError, read_toml, strategy_from_table
-from rag_pipeline.lib.evaluation.experiments import configurations
+from rag_pipeline.lib.chunking import STRATEGIES, StrategyError, read_toml, strategy_from_table
+from rag_pipeline.lib.evaluation.ranking import best_on_dev as best_of
 from rag_pipeline.lib.evaluation.versus import Comparison, Side, compare
-from rag_pipeline.lib.questions import DEV, TEST
+from rag_pipeline.lib.questions import TEST
 from rag_pipeline.lib.retrieval import RetrievalSettings
 
 # the retrieval settings a space may search, and the variable that sets each
@@ -72,6 +72,27 @@ class Trial:
         """The variables that set this trial's retrieval settings."""
         return {RETRIEVAL[k]: str(v) for k, v in self.retrieval}
 
+    def built_in(self) -> str | None:
+        """The built-in strategy that makes exactly this trial's chunks (the same kind, parameters and
+        code: the same version), if one does."""
+        made = strategy_from_table({"name": self.name, **dict(self.strategy)}, self.name)
+        return next((name for name, s in STRATEGIES.items() if s.version == made.version), None)
+
+
+def adoption(trial: Trial, retriever: str, strategy_file: Path, strategies: str) -> dict[str, str]:
+    """The variables that serve `trial`'s configuration with `retriever` as tune measured it (its
+    `best.env`): its strategy (the built-in one that makes its chunks, else `strategy_file`, which holds
+    it, added to RAG_STRATEGIES when that names some), its retrieval settings, and the configuration as
+    the verdict's kept choice (RAG_CHOSEN_RUN: other configurations, which no trial measured under
+    these settings, do not take its place) and as the one served (RAG_RELEASE_RUN)."""
+    name = trial.built_in() or trial.name
+    run = f"{name}/{retriever}"
+    chosen = [n.strip() for n in strategies.split(",") if n.strip()]
+    env = {} if trial.built_in() else {"RAG_STRATEGY_FILE": str(strategy_file)}
+    if chosen and name not in chosen:
+        env["RAG_STRATEGIES"] = ",".join([*chosen, name])
+    return env | trial.env() | {"RAG_CHOSEN_RUN": run, "RAG_RELEASE_RUN": run}
+
 
 def _values(where: str, key: str, value: object, kinds: tuple[type, ...]) -> list:
     values = value if isinstance(value, list) else [value]
@@ -94,8 +115,8 @@ def _strategies(path: str, tables: object) -> list[tuple[tuple[str, object], ...
         valid, first_error = [], None
         for values in itertools.product(*lists):
             point = (("kind", kind), *zip(keys, values))
-            try:
-                strategy_from_table({"name": Trial(point, ()).name, **dict(point)}, where)
+            try:  # under a name of its own: a value that makes no name (`-5`) is named as written
+                strategy_from_table({"name": "tune", **dict(point)}, where)
             except StrategyError as exc:
                 first_error = first_error or exc
                 continue
@@ -156,10 +177,10 @@ def draw(points: list[Trial], budget: int, seed: int) -> list[Trial]:
 def best_on_dev(rows: pd.DataFrame) -> pd.Series:
     """The best configuration of an experiment's ledger rows on its development questions (as the
     verdict orders them): `configuration`, `value`, `mrr@10`, `n_questions`."""
-    ranked = configurations(rows[rows["split"] == DEV])
-    if ranked.empty:
+    best = best_of(rows)
+    if best is None or "split" not in rows:
         raise ValueError("no answerable development question was scored: nothing to choose on")
-    return ranked.iloc[0]
+    return best
 
 
 def on_test(side: Side) -> Side:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from rag_pipeline.lib.core import AnyPath
-from rag_pipeline.lib.evaluation.experiments import HIT, read_current, read_index
+from rag_pipeline.lib.evaluation.experiments import read_current, read_index
 from rag_pipeline.lib.evaluation.measures import (
     MEASURES,
     RETRIEVAL,
@@ -21,8 +21,9 @@ from rag_pipeline.lib.evaluation.measures import (
     shown_value,
 )
 from rag_pipeline.lib.evaluation.metrics import REPORT_KS
+from rag_pipeline.lib.evaluation.ranking import HIT
 from rag_pipeline.lib.evaluation.settings_diff import changed, embedder_name
-from rag_pipeline.lib.evaluation.significance import holm, paired_randomization
+from rag_pipeline.lib.evaluation.significance import holm, p_text, p_value, paired_randomization
 from rag_pipeline.lib.evaluation.verdict import MEASURE
 
 # question id, and in a and in b its first evidence rank (retrieval) or its score (judged)
@@ -69,6 +70,7 @@ class Comparison:
     corrected: int = 0  # the number of comparisons its p-value is Holm-corrected across (0: none)
     p_unadjusted: float = field(default=float("nan"))
     measure: str = MEASURE  # what it is compared on, as people read it
+    chosen_on: str | None = None  # "dev": the configuration is B's best on the development questions
 
     @property
     def delta(self) -> float:
@@ -83,12 +85,14 @@ class Comparison:
             "value_a": round(self.value_a, 4),
             "value_b": round(self.value_b, 4),
             "delta": round(self.delta, 4),
-            "p_value": round(self.p_value, 4),
+            "p_value": p_value(self.p_value),
             "won": [q for q, _, _ in self.won],
             "lost": [q for q, _, _ in self.lost],
         }
         if self.corrected:
-            out |= {"p_value_unadjusted": round(self.p_unadjusted, 4), "correction": "holm"}
+            out |= {"p_value_unadjusted": p_value(self.p_unadjusted), "correction": "holm"}
+        if self.chosen_on:
+            out["chosen_on"] = self.chosen_on
         return out
 
 
@@ -154,8 +158,8 @@ def resolve(root: AnyPath, reference: str, index: pd.DataFrame | None = None, me
 
 def resolve_pair(root: AnyPath, a: str, b: str, measure: str = HIT) -> tuple[Side, Side]:
     """Two references compared on one configuration where they can be: a reference without a
-    configuration takes the other's; when neither names one, both take B's best (A its own best
-    when it did not score that configuration)."""
+    configuration takes the other's; when neither names one, both take B's best on the development
+    questions (A its own best there when it did not score that configuration)."""
     index = read_index(root)
     (name_a, _, conf_a), (name_b, _, conf_b) = a.partition(":"), b.partition(":")
     right = resolve(root, b if conf_b or not conf_a else f"{name_b}:{conf_a}", index, measure)
@@ -244,7 +248,7 @@ def names(a: Side, b: Side) -> tuple[str, str]:
 
 def sentence(c: Comparison, a_name: str, b_name: str) -> str:
     """`b vs a: +0.08 (p = 0.01), 12 questions won, 3 lost`."""
-    p = f"p = {c.p_value:.2g}" + (" Holm-corrected" if c.corrected else "")
+    p = p_text(c.p_value) + (" Holm-corrected" if c.corrected else "")
     return f"{b_name} vs {a_name}: {c.delta:+.2f} ({p}), {len(c.won)} questions won, {len(c.lost)} lost"
 
 
@@ -276,7 +280,8 @@ def previous_md(root: AnyPath) -> tuple[str, str]:
         "| | before | after |",
         "|---|---|---|",
         f"| experiment | `{before.experiment}` | `{after.experiment}` |",
-        f"| configuration (this build's best) | {before.configuration} | {after.configuration} |",
+        f"| configuration (this build's best on the development questions) | {before.configuration} | "
+        f"{after.configuration} |",
         f"| {MEASURE} | {c.value_a:.3f} | {c.value_b:.3f} |",
         *(f"| evidence recall@{k} | {ra:.3f} | {rb:.3f} |" for k, (ra, rb) in c.recall.items()),
         "",

@@ -1,5 +1,5 @@
 """Judged answers: the rubric and the judges (rules, a chat model), repeats, people's labels, the
-prediction-powered mean, the bias checks and the judged summary."""
+corrected mean (PPI++ or the labels alone), the bias checks and the judged summary."""
 
 from rag_pipeline.lib.judging.items import (
     ANSWERABLE,
@@ -14,6 +14,7 @@ from rag_pipeline.lib.judging.judges import (
     JUDGES,
     JUDGMENT_COLUMNS,
     RULES_DIGEST,
+    Flips,
     Judge,
     Judged,
     ModelJudge,
@@ -23,6 +24,7 @@ from rag_pipeline.lib.judging.judges import (
     position_flips,
 )
 from rag_pipeline.lib.judging.labels import (
+    LabelCounts,
     LabelsError,
     attach_labels,
     label_order,
@@ -42,10 +44,22 @@ from rag_pipeline.lib.judging.rubric import (
     numbered,
     parse_verdict,
 )
-from rag_pipeline.lib.judging.stats import Estimate, cohen_kappa, ppi_mean, ppi_outcomes, spearman
+from rag_pipeline.lib.judging.stats import (
+    MIN_LABELS,
+    Corrected,
+    Estimate,
+    agreement,
+    clopper_pearson,
+    cohen_kappa,
+    corrected_mean,
+    ppi_outcomes,
+    ppi_plus_plus,
+    spearman,
+)
 from rag_pipeline.lib.judging.summary import (
     SHORT_KEY,
     SUMMARY_COLUMNS,
+    faithful_scores,
     item_scores,
     judged_summary,
     judged_table,
@@ -60,6 +74,7 @@ __all__ = [
     "JUDGES",
     "JUDGMENT_COLUMNS",
     "KEY",
+    "MIN_LABELS",
     "NO",
     "PROMPT_DIGEST",
     "RUBRIC",
@@ -68,16 +83,23 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "UNANSWERABLE",
     "YES",
+    "Corrected",
     "Estimate",
+    "Flips",
     "Item",
     "Judge",
     "Judged",
+    "LabelCounts",
     "LabelsError",
     "ModelJudge",
     "RulesJudge",
+    "agreement",
     "answer_sha256",
     "attach_labels",
+    "clopper_pearson",
     "cohen_kappa",
+    "corrected_mean",
+    "faithful_scores",
     "item_scores",
     "items_frame",
     "judge_all",
@@ -91,8 +113,8 @@ __all__ = [
     "numbered",
     "parse_verdict",
     "position_flips",
-    "ppi_mean",
     "ppi_outcomes",
+    "ppi_plus_plus",
     "question_scores",
     "read_labels",
     "served_lines",

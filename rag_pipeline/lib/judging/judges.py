@@ -5,24 +5,36 @@ position-bias check.
 (lib/answers/llm.py: the same client, deadlines and retries), asked through its cache keyed by
 (judge_version, prompt hash, repeat): a rerun asks nothing, and a changed passage re-asks only the
 prompts that hold it.
+
+Position bias is measured net of the judge's own noise: a sampled judge disagrees with itself on one
+prompt asked twice, so the reversed prompt is asked at every repeat, and the share of forward and
+reversed verdicts that differ is read against the share of two verdicts in the same order that differ.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from rag_pipeline.lib.answers import ChatLLM, Prompt, answer_all, make_llm
+from rag_pipeline.lib.answers import ChatLLM, LLMError, Prompt, Reply, answer_all, make_llm
 from rag_pipeline.lib.core import text_hash
 from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.core.http import TooLong
 from rag_pipeline.lib.judging import rules
 from rag_pipeline.lib.judging.items import Item
-from rag_pipeline.lib.judging.rubric import CRITERIA, INVALID, PROMPT_DIGEST, judge_prompt, parse_verdict
+from rag_pipeline.lib.judging.rubric import (
+    CRITERIA,
+    INVALID,
+    PROMPT_DIGEST,
+    TOO_LONG,
+    judge_prompt,
+    parse_verdict,
+)
 
 Verdict = tuple[str, str]  # (yes | no | invalid, reason)
 RUN = ["strategy", "retriever", "llm_version"]
@@ -52,6 +64,11 @@ class Judge(ABC):
     @abstractmethod
     def judge_version(self) -> str: ...
 
+    def by_construction(self, llm_version: str, criterion: str) -> bool:
+        """Whether `criterion` holds for every answer of the answerer `llm_version` whatever it says:
+        then its figure measures nothing of the answers."""
+        return False
+
     @abstractmethod
     def verdicts(
         self, items: Sequence[Item], criterion: str, repeat: int, reverse: bool = False
@@ -67,6 +84,9 @@ class RulesJudge(Judge):
     def judge_version(self) -> str:
         return f"rules|rubric-{PROMPT_DIGEST}|rules-{RULES_DIGEST}"
 
+    def by_construction(self, llm_version: str, criterion: str) -> bool:
+        return criterion in rules.BY_CONSTRUCTION.get(llm_version.split(":", 1)[0].split("|", 1)[0], ())
+
     def verdicts(self, items, criterion, repeat, reverse=False):
         return [rules.RULES[criterion](item) for item in items], 0
 
@@ -81,13 +101,29 @@ class ModelJudge(Judge):
 
     @property
     def judge_version(self) -> str:
-        return f"{self.llm.model_version}|{self.llm.sampling.version()}|judge-prompt-{PROMPT_DIGEST}"
+        llm = self.llm
+        return (
+            f"{llm.model_version}|{llm.sampling.version()}|reply={llm.http.max_bytes}|"
+            f"judge-prompt-{PROMPT_DIGEST}"
+        )
+
+    @property
+    def concurrency(self) -> int:  # prompts asked at once (`answer_all` asks the judge as a model)
+        return self.llm.concurrency
+
+    def answer(self, prompt: Prompt, repeat: int = 0) -> Reply:
+        """The judge model's reply; one longer than RAG_MAX_REPLY (not read past it) is a reply that
+        says so, an invalid verdict (`parse_verdict`), kept in the cache as any other."""
+        try:
+            return self.llm.answer(prompt, repeat)
+        except LLMError as exc:
+            if not isinstance(exc.__cause__, TooLong):
+                raise
+            return Reply(f"{TOO_LONG}{exc}")
 
     def verdicts(self, items, criterion, repeat, reverse=False):
         prompts = [Prompt(i.question_id, i.question, (), judge_prompt(i, criterion, reverse)) for i in items]
-        replies, asked = answer_all(
-            self.llm, prompts, self.cache_dir, repeat=repeat, version=self.judge_version
-        )
+        replies, asked = answer_all(self, prompts, self.cache_dir, repeat=repeat, version=self.judge_version)
         return [parse_verdict(r.text) for r in replies], asked
 
 
@@ -112,11 +148,26 @@ def make_judge(backend: str, cache_dir: Path, **options: Any) -> Judge:
     return JUDGES[backend](cache_dir, **options)
 
 
+@dataclass(frozen=True)
+class Flips:
+    """A run's position-bias check on `faithful`: `across` the share of (forward, reversed) verdict
+    pairs that differ, `same` the share of pairs asked in one order that differ (the judge's own
+    noise; NaN with one repeat), and `rate` = across - same, the flips the order itself causes."""
+
+    across: float
+    same: float
+
+    @property
+    def rate(self) -> float:
+        return self.across - self.same
+
+
 @dataclass
 class Judged:
     rows: pd.DataFrame  # answers/judgments.parquet
-    flips: dict[tuple[str, str, str], float]  # per run: the share of `faithful` verdicts reversed
+    flips: dict[tuple[str, str, str], Flips]  # per run (strategy, retriever, llm_version)
     asked: int  # requests sent to the judge
+    by_construction: set[tuple[str, str]] = field(default_factory=set)  # (llm_version, criterion)
 
 
 def judge_all(judge: Judge, items: Sequence[Item], repeats: int, bias_sample: int) -> Judged:
@@ -136,27 +187,50 @@ def judge_all(judge: Judge, items: Sequence[Item], repeats: int, bias_sample: in
             ]
     frame = pd.DataFrame(rows, columns=JUDGMENT_COLUMNS).astype({"repeat": "int64"})
     flips, n = position_flips(judge, items, frame, bias_sample) if judge.position_bias else ({}, 0)
-    return Judged(frame, flips, asked + n)
+    constructed = {
+        (i.llm_version, c) for i in items for c in CRITERIA if judge.by_construction(i.llm_version, c)
+    }
+    return Judged(frame, flips, asked + n, constructed)
+
+
+def _disagreement(pairs: list[tuple[str, str]]) -> float:
+    valid = [(a, b) for a, b in pairs if INVALID not in (a, b)]
+    return sum(a != b for a, b in valid) / len(valid) if valid else float("nan")
 
 
 def position_flips(
     judge: Judge, items: Sequence[Item], rows: pd.DataFrame, sample: int
-) -> tuple[dict[tuple[str, str, str], float], int]:
-    """Per run, `faithful` asked again with the passages in reverse order on `sample` items of two
-    passages or more (the same ones each time: the first by a hash of their question id): the share
-    whose verdict differs from the first repeat's, of those valid both times; and the requests sent."""
-    first = rows[(rows["criterion"] == "faithful") & (rows["repeat"] == 0)]
-    before = dict(zip(map(tuple, first[["question_id", *RUN]].to_numpy()), first["verdict"]))
-    runs: dict[tuple[str, str, str], list[Item]] = {}
+) -> tuple[dict[tuple[str, str, str], Flips], int]:
+    """Per run, `faithful` asked again at every repeat with the passages in reverse order, on `sample`
+    questions whose prompt lists two passages or more (the same ones each time: the first by a hash of
+    their id); `Flips` over the pairs of verdicts on one answer (one generation repeat), and the
+    requests sent."""
+    faithful = rows[rows["criterion"] == "faithful"]
+    forward = dict(zip(map(tuple, faithful[["question_id", *RUN, "repeat"]].to_numpy()), faithful["verdict"]))
+    repeats = sorted(set(faithful["repeat"]))
+    answer_repeats = 1 + max((i.repeat for i in items), default=0)
+    runs: dict[tuple[str, str, str], dict[int, list[Item]]] = {}
     for item in items:
-        if item.repeat == 0 and len(item.passages) > 1:
-            runs.setdefault((item.strategy, item.retriever, item.llm_version), []).append(item)
+        if len(item.passages) > 1:
+            run = runs.setdefault((item.strategy, item.retriever, item.llm_version), {})
+            run.setdefault(item.repeat, []).append(item)
     flips, asked = {}, 0
-    for run, members in runs.items():
-        chosen = sorted(members, key=lambda i: text_hash(i.question_id))[:sample]
-        found, n = judge.verdicts(chosen, "faithful", 0, reverse=True)
-        asked += n
-        pairs = [(before[i.key], v) for i, (v, _) in zip(chosen, found, strict=True)]
-        valid = [(a, b) for a, b in pairs if INVALID not in (a, b)]
-        flips[run] = sum(a != b for a, b in valid) / len(valid) if valid else float("nan")
+    for run, generations in runs.items():
+        ids = sorted({i.question_id for i in generations.get(0, [])}, key=text_hash)[:sample]
+        chosen = set(ids)
+        reversed_: dict[tuple[str, int], str] = {}
+        for repeat in repeats:
+            asking = [i for i in generations.get(repeat % answer_repeats, []) if i.question_id in chosen]
+            found, n = judge.verdicts(asking, "faithful", repeat, reverse=True)
+            asked += n
+            reversed_ |= {(i.question_id, repeat): v for i, (v, _) in zip(asking, found, strict=True)}
+        one_answer = [(a, b) for a in repeats for b in repeats if a % answer_repeats == b % answer_repeats]
+        across, same = [], []
+        for qid in ids:
+            f = {r: forward.get((qid, *run, r)) for r in repeats}
+            r_ = {r: reversed_.get((qid, r)) for r in repeats}
+            across += [(f[a], r_[b]) for a, b in one_answer if f[a] and r_[b]]
+            same += [(f[a], f[b]) for a, b in one_answer if a < b and f[a] and f[b]]
+            same += [(r_[a], r_[b]) for a, b in one_answer if a < b and r_[a] and r_[b]]
+        flips[run] = Flips(_disagreement(across), _disagreement(same))
     return flips, asked

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -50,6 +51,8 @@ def read_labels(path: AnyPath | None) -> pd.DataFrame:
         return pd.DataFrame(columns=list(FIELDS))
     try:
         found = json.loads(path.read_bytes())
+    except IsADirectoryError:
+        raise LabelsError(f"{path}: is a directory, not a labels file") from None
     except ValueError as exc:
         raise LabelsError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(found, list):
@@ -75,12 +78,46 @@ def write_labels(path: AnyPath, labels: pd.DataFrame) -> None:
     write_bytes((json.dumps(entries, indent=1, ensure_ascii=False) + "\n").encode(), path)
 
 
-def attach_labels(items: pd.DataFrame, labels: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+@dataclass
+class LabelCounts:
+    """What became of the labels file's entries: `used` labels (a label naming a current answer),
+    `stale` ones (their answer changed since), `unmatched` entries naming no judged answer (each said:
+    `question 999`, `strategy nosuch`, ...), and per (strategy, retriever, criterion) the `skipped`
+    entries (null: shown, not labelled) naming a current answer."""
+
+    used: int = 0
+    stale: int = 0
+    unmatched: list[str] = field(default_factory=list)
+    skipped: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    def warning(self) -> str | None:
+        """`2 labels name no judged answer: question 999, strategy nosuch` (None: every one does)."""
+        if not self.unmatched:
+            return None
+        n = len(self.unmatched)
+        named = ", ".join(dict.fromkeys(self.unmatched))
+        return f"{n} label{'s name' if n != 1 else ' names'} no judged answer: {named}"
+
+
+def _unmatched(entries: pd.DataFrame, items: pd.DataFrame) -> list[str]:
+    """What each entry naming no judged question and run names that nothing judged has."""
+    known = {k: set(items[k]) for k in ("question_id", "strategy", "retriever")}
+    runs = set(zip(items["question_id"], items["strategy"], items["retriever"]))
+    said = []
+    for q, s, r in zip(entries["question_id"], entries["strategy"], entries["retriever"]):
+        if (q, s, r) in runs:
+            continue
+        wrong = [f"{k.replace('_id', '')} {v}" for k, v in zip(known, (q, s, r)) if v not in known[k]]
+        said.append(", ".join(wrong) or f"question {q} of {s}/{r}")
+    return said
+
+
+def attach_labels(items: pd.DataFrame, labels: pd.DataFrame) -> tuple[pd.DataFrame, LabelCounts]:
     """`items` (judged_items) with a nullable `<criterion>_label` column per criterion: the label
-    naming the item's run, question and answer text. Counts: `used` labels, `stale` (their answer
-    changed since) and `unmatched` (no such question and run is judged now); skips count nowhere."""
+    naming the item's run, question and answer text; and what became of the entries (`LabelCounts`)."""
     run = ["question_id", "strategy", "retriever"]
-    decided = labels[labels["label"].notna()].drop_duplicates(MATCH).astype({k: str for k in MATCH})
+    entries = labels.astype({k: str for k in MATCH})
+    decided = entries[entries["label"].notna()].drop_duplicates(MATCH)
     out = items.astype({k: str for k in [*run, "answer_sha256"]})
     for criterion in CRITERIA:
         mine = decided[decided["criterion"] == criterion]
@@ -88,19 +125,29 @@ def attach_labels(items: pd.DataFrame, labels: pd.DataFrame) -> tuple[pd.DataFra
         out[f"{criterion}_label"] = pd.array(merged["label"].tolist(), dtype="boolean")
     used = sum(int(out[f"{c}_label"].notna().sum()) for c in CRITERIA)
     known = decided.merge(out[run].drop_duplicates(), on=run, how="inner")
-    return out, {"used": used, "stale": len(known) - used, "unmatched": len(decided) - len(known)}
+    skips = entries[entries["label"].isna()].drop_duplicates(MATCH)
+    current = skips.merge(out[[*run, "answer_sha256"]], on=[*run, "answer_sha256"], how="inner")
+    skipped = current.groupby(["strategy", "retriever", "criterion"]).size()
+    return out, LabelCounts(
+        used=used,
+        stale=len(known) - used,
+        unmatched=_unmatched(entries, out),
+        skipped={k: int(v) for k, v in skipped.items()},
+    )
 
 
-def label_order(items: pd.DataFrame, seed: int = 0) -> list[int]:
-    """The index of `items` in the order people label them: random within each run, the runs
-    interleaved in proportion to their sizes (systematic), so that the first n are a stratified random
-    sample: each run a simple random sample of its own items, about n x its share."""
+def label_order(items: pd.DataFrame, seed: int = 0, first: str | None = None) -> list[int]:
+    """The index of `items` in the order people label them: the run `first` (`strategy/retriever`,
+    the served one, whose figures people read) in random order, then the others, random within each
+    run and interleaved in proportion to their sizes (systematic), so that the first n of them are a
+    stratified random sample: each run a simple random sample of its own items, about n x its share."""
     rng = np.random.default_rng(seed)
-    placed: list[tuple[float, int]] = []
-    for _, group in items.groupby(["strategy", "retriever"], sort=True):
+    placed: list[tuple[int, float, int]] = []
+    for (strategy, retriever), group in items.groupby(["strategy", "retriever"], sort=True):
         order, offset = rng.permutation(group.index.to_numpy()), rng.random()
-        placed += [((j + offset) / len(order), int(i)) for j, i in enumerate(order)]
-    return [i for _, i in sorted(placed)]
+        served = int(f"{strategy}/{retriever}" != first)
+        placed += [(served, (j + offset) / len(order), int(i)) for j, i in enumerate(order)]
+    return [i for *_, i in sorted(placed)]
 
 
 def with_label(labels: pd.DataFrame, entry: dict) -> pd.DataFrame:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 
 from rag_pipeline.lib.answers import ABSTAIN
-from rag_pipeline.lib.core import Fence
+from rag_pipeline.lib.core import Fence, clipped
 from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.judging.items import ANSWERABLE, Item
 
 YES, NO, INVALID = "yes", "no", "invalid"
+MAX_REASON = 1000  # characters of a verdict's reason kept (judgments.parquet): "one short sentence"
+TOO_LONG = "reply not read: "  # how a judge's reply longer than RAG_MAX_REPLY is kept (`judges.py`)
 
 RUBRIC = {
     "faithful": "yes when every claim of the answer is supported by the passages given to the answerer "
@@ -85,8 +87,11 @@ def judge_prompt(item: Item, criterion: str, reverse: bool = False) -> str:
 def parse_verdict(reply: str) -> tuple[str, str]:
     """(verdict, reason) of a judge's reply: exactly one JSON object with a `verdict` of "yes" or "no"
     and a string `reason`, and nothing else. Anything else is INVALID, never repaired or guessed;
-    its reason quotes the reply's start."""
+    its reason quotes the reply's start. A reply too long to be read is INVALID, saying so; a reason
+    is kept to `MAX_REASON` characters."""
     text = reply.strip()
+    if text.startswith(TOO_LONG):
+        return INVALID, clipped(text, MAX_REASON)
     try:
         found = json.loads(text)
     except ValueError:
@@ -98,7 +103,7 @@ def parse_verdict(reply: str) -> tuple[str, str]:
         or not isinstance(found["reason"], str)
     ):
         return INVALID, f'not {{"verdict": "yes"|"no", "reason": "..."}}: {text[:120]!r}'
-    return found["verdict"], found["reason"]
+    return found["verdict"], clipped(found["reason"], MAX_REASON)
 
 
 # what a model judge is sent and how its reply is read (the rubric, the template and the code), as a

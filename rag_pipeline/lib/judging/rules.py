@@ -129,3 +129,7 @@ RULES: dict[str, Callable[[Item], Verdict]] = {
     "correct": correct,
     "cites_support": cites_support,
 }
+# per answerer backend, the criteria these rules pass on every answer it can give: an extractive answer
+# copies passage sentences with their citations (or declines), so every token it states is in the
+# passages it cites, even for the run given no passage (it declines)
+BY_CONSTRUCTION: dict[str, tuple[str, ...]] = {"extractive": ("faithful", "cites_support")}

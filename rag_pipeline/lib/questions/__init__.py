@@ -15,6 +15,7 @@ from rag_pipeline.lib.questions.labels import (
     check_notes_exist,
     load_questions,
     parse_questions,
+    question_splits,
     questions_bytes,
     questions_frame,
     questions_from_frame,
@@ -25,7 +26,7 @@ from rag_pipeline.lib.questions.prompted import LLM_CATEGORIES, Asker
 from rag_pipeline.lib.questions.quoting import MIN_RUN, QuoteCheck, quoting_warnings
 from rag_pipeline.lib.questions.refresh import RELABEL_THRESHOLD, drift_md, refresh, stale_suggestions
 from rag_pipeline.lib.questions.similarity import SENTENCE, WORD, cut_level, dice, most_similar_span
-from rag_pipeline.lib.questions.splits import DEV, SPLITS, TEST, TEST_SHARE, hashed_split, split_of
+from rag_pipeline.lib.questions.splits import DEV, SPLITS, TEST, TEST_SHARE, stratified_splits
 from rag_pipeline.lib.questions.status import (
     DRIFT_COLUMNS,
     DRIFT_SCHEMA,
@@ -73,13 +74,13 @@ __all__ = [
     "evidence_problems",
     "gold_counts",
     "gold_problems",
-    "hashed_split",
     "invalid_gold_message",
     "load_questions",
     "most_similar_span",
     "note_versions",
     "notes_at",
     "parse_questions",
+    "question_splits",
     "questions_bytes",
     "questions_frame",
     "questions_from_frame",
@@ -87,8 +88,8 @@ __all__ = [
     "refresh",
     "resolve_label_commits",
     "shared_run",
-    "split_of",
     "stale_suggestions",
+    "stratified_splits",
     "usable",
     "verify",
     "with_access",

@@ -19,7 +19,7 @@ from rag_pipeline.lib.questions.verify import N_CHARS, N_WORDS, verify
 
 CATEGORIES = OFFLINE_CATEGORIES + LLM_CATEGORIES
 OVERASK = 1.5  # prompts per question wanted: some replies are rejected
-SHORT = "leak tests not made: too few restricted notes with an outside group and a clean wording"
+SHORT = "leak tests not made: too few restricted notes with an outside group and public terms to word them"
 
 
 @dataclass
@@ -79,7 +79,7 @@ def draft(
     The LLM categories send prompts through `ask` to the chat model whose llm_version is `model`."""
     rng = random.Random(seed)
     texts = {note.slug: note.text for note in notes}
-    quoting = QuoteCheck((note.slug, note.access, note.text) for note in notes)
+    quoting = QuoteCheck((note.slug, note.access, note.text, note.title) for note in notes)
     check = partial(verify, texts=texts, quoting=quoting, n_chars=n_chars, n_words=n_words)
     result = Draft([])
     candidates = offline_candidates(notes, [c for c in categories if c in OFFLINE_CATEGORIES])

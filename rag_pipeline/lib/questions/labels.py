@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -29,7 +30,7 @@ from rag_pipeline.lib.core import UNAUTHORIZED, may_read
 from rag_pipeline.lib.questions.evidence import evidence_span
 from rag_pipeline.lib.questions.fields import SOURCES, awaiting_evidence, unknown_field
 from rag_pipeline.lib.questions.question import Evidence, Question, QuestionsError
-from rag_pipeline.lib.questions.splits import SPLITS, TEST_SHARE, split_of
+from rag_pipeline.lib.questions.splits import SPLITS, TEST_SHARE, stratified_splits
 
 
 def _field(item: dict, name: str, where: str, kinds: tuple[type, ...], required: bool = True):
@@ -178,19 +179,27 @@ def with_access(questions: list[Question], access: dict[str, list[str]], source:
     return out
 
 
+def question_splits(questions: list[Question], test_share: float) -> dict[str, str]:
+    """{question id: split}: its own, or stratified by category and answerability as the questions
+    file has them (`stratified_splits`), so a note's access changing moves no question's split."""
+    return stratified_splits(((q.id, q.split, q.category, q.answerable) for q in questions), test_share)
+
+
 def questions_frame(
     questions: list[Question],
     texts: dict[str, str],
     invalid: dict[str, str] | None = None,
     gold_status: dict[str, str] | None = None,
     test_share: float = TEST_SHARE,
+    splits: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per question; each evidence carries its located span (null when absent); `invalid`
     holds why a question is left out as a labelling error (null for a usable one); `gold_status`
     (by question id, see `rag_pipeline.lib.questions.status`; default `invalid` or `ok`), `label_commit`
-    and `split` (its own, or by its id with `test_share`)."""
+    and `split` (from `splits`, by default `question_splits` of these questions with `test_share`)."""
     invalid = invalid or {}
     gold_status = gold_status or {}
+    splits = question_splits(questions, test_share) if splits is None else splits
     rows = []
     for q in questions:
         evidence = []
@@ -218,7 +227,7 @@ def questions_frame(
                 "label_commit": q.commit,
                 "critical": q.critical,
                 "source": q.source,
-                "split": split_of(q.id, q.split, test_share),
+                "split": splits[str(q.id)],
                 "gold_status": gold_status.get(str(q.id), "invalid" if str(q.id) in invalid else "ok"),
             }
         )

@@ -1,44 +1,72 @@
 """Leak-test questions (`gold generate --unauthorized N`): a restricted note's topic, asked by a group
-of the notes that may not read it (category `unauthorized`), worded only from what that asker may read.
+of the notes that may not read it (category `unauthorized`), worded without anything of the note.
 
-Each restricted note gives a question worded from each of its headings and one from its title;
-`verify` drops every one that quotes a note its asker may not read
-(`rag_pipeline.lib.questions.quoting`), so a heading or title carrying the note's body is never used.
-A note left with none is asked about a topic of public notes instead: its most frequent terms that
-public notes use too. A question worded from a heading names that heading as its evidence (a heading
-is no body text); one worded from the title or a topic names no note. Leak tests are made offline,
-so no restricted text reaches a prompt.
+A leak test is a terse question of terms public notes use (`memory, cluster, workers?`): the most
+distinctive (TF-IDF) of those the restricted note uses, leaving out every term its headings, title
+or slug hold, so that the question says nothing the asker could not read and still lies near the
+note, where a retriever that ignores access would find it. A note gives one question per
+`TOPIC_TERMS` of its terms, the most distinctive first. A leak test names no note (no slug, section
+or evidence: the file's reader may not read it either), and `verify` drops any that still quotes a
+note its asker may not read (`rag_pipeline.lib.questions.quoting`). Leak tests are made offline, so
+no restricted text reaches a prompt.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 
 from rag_pipeline.lib.core import UNAUTHORIZED
 from rag_pipeline.lib.questions.generate import OFFLINE, STOP_TERMS, TERM, Candidate, Note
+from rag_pipeline.lib.questions.quoting import compared
 from rag_pipeline.lib.questions.verify import Verified
 
-TOPIC_TERMS = 3
+TOPIC_TERMS = 3  # terms per question
+TOPICS = 4  # questions per note, at most
+MIN_TERM = 3  # characters of an ASCII term: `to` or `ms` is no topic (二人 is one)
 Check = Callable[[Sequence[Candidate]], Verified]  # `verify` with the draft's texts and settings
 
 
-def wording(topic: str, japanese: bool) -> str:
-    """A terse question on `topic`: the topic is most of its text, so two topics are never near-duplicates."""
-    return f"{topic}は？" if japanese else f"{topic}?"
+def wording(terms: Sequence[str], japanese: bool) -> str:
+    """A terse question of `terms`: they are most of its text, so two topics are never near-duplicates."""
+    return f"{'、'.join(terms)}は？" if japanese else f"{', '.join(terms)}?"
 
 
-def public_terms(notes: Sequence[Note]) -> set[str]:
-    """The terms public notes use, lowercased."""
-    return {t.lower() for note in notes if not note.access for t in TERM.findall(note.text)} - STOP_TERMS
+def public_terms(notes: Sequence[Note]) -> dict[str, float]:
+    """The terms public notes use, lowercased, each with its inverse document frequency over every
+    note (a term every note uses says nothing of a topic, and is left out)."""
+    held = [{t.lower() for t in TERM.findall(note.text)} for note in notes]
+    df = Counter(t for terms in held for t in terms)
+    public = set().union(*(terms for note, terms in zip(notes, held) if not note.access)) - STOP_TERMS
+    return {
+        t: math.log(len(notes) / df[t])
+        for t in public
+        if df[t] < len(notes) and (len(t) >= MIN_TERM or not t.isascii())
+    }
 
 
-def public_topic(note: Note, used: set[str]) -> str | None:
-    """The note's most frequent terms of `used` (`public_terms`); None: fewer than two."""
-    counts = Counter(t for t in TERM.findall(note.text) if t.lower() in used)
-    terms = [t for t, _ in sorted(counts.items(), key=lambda c: (-c[1], c[0]))][:TOPIC_TERMS]
-    return ("、" if note.japanese else ", ").join(terms) if len(terms) >= 2 else None
+def names(note: Note) -> list[str]:
+    """What names the note, as compared (`quoting.compared`): its headings, its title and its slug."""
+    return [compared(text) for text in (note.slug, note.title, *(s.heading for s in note.sections))]
+
+
+def topics(note: Note, used: dict[str, float]) -> list[list[str]]:
+    """The note's terms of `used` (`public_terms`) that nothing naming it holds, the most distinctive
+    (TF-IDF) first, `TOPIC_TERMS` to a topic, at most `TOPICS` topics of two terms or more."""
+    named = names(note)
+
+    def naming(term: str) -> bool:
+        folded = compared(term)
+        return not folded or any(folded in name or (name and name in folded) for name in named)
+
+    found = [t for t in TERM.findall(note.text) if t.lower() in used and not naming(t)]
+    shown = {t.lower(): t for t in reversed(found)}  # each term as the note first writes it
+    counts = Counter(t.lower() for t in found)
+    terms = [shown[t] for t, _ in sorted(counts.items(), key=lambda c: (-c[1] * used[c[0]], c[0]))]
+    groups = [terms[i : i + TOPIC_TERMS] for i in range(0, TOPIC_TERMS * TOPICS, TOPIC_TERMS)]
+    return [g for g in groups if len(g) >= 2]
 
 
 def leak_candidates(
@@ -49,25 +77,20 @@ def leak_candidates(
     known = sorted({g for note in notes for g in note.access})
     outside = {note.slug: [g for g in known if g not in note.access] for note in notes}
     restricted = [note for note in notes if note.access and outside[note.slug]]
-
-    def ask(note: Note, topic: str, heading: str | None = None) -> Candidate:
-        return Candidate(
+    used = public_terms(notes) if restricted else {}
+    asked = [
+        Candidate(
             UNAUTHORIZED,
-            wording(topic, note.japanese),
-            note.slug if heading else None,
-            heading,
-            heading,
+            wording(terms, note.japanese),
+            None,
+            None,
+            None,
             OFFLINE,
             groups=(rng.choice(outside[note.slug]),),
             about=note.slug,
         )
-
-    named = check(
-        [ask(n, s.heading, s.heading) for n in restricted for s in n.sections if s.level > 0]
-        + [ask(n, n.title) for n in restricted]
-    )
-    worded = {c.about for c in named.kept}
-    left = [n for n in restricted if n.slug not in worded]
-    used = public_terms(notes) if left else set()
-    topics = check([ask(n, topic) for n in left if (topic := public_topic(n, used)) is not None])
-    return named.kept + topics.kept, named.rejected + topics.rejected
+        for note in restricted
+        for terms in topics(note, used)
+    ]
+    checked = check(asked)
+    return checked.kept, checked.rejected

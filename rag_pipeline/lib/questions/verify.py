@@ -4,7 +4,7 @@
 - a paraphrase shares no wording with its evidence: no run of `n_chars` characters (whitespace
   and case ignored) when the evidence is Japanese, no run of `n_words` words when it is English;
 - an unanswerable question has an answer pattern, a valid regex found in no note (a leak test
-  worded from a title or a topic names no note and needs none);
+  names no note and needs none);
 - no question quotes a note its asker may not read (`rag_pipeline.lib.questions.quoting`);
 - a question nearly the same as one kept before, or as one of `existing` (the hand-written set),
   is dropped: Dice over character 2- and 3-gram sets of at least `DUPLICATE`.

@@ -8,9 +8,12 @@ by more than `max_drop` (the development questions chose the configuration: only
 it without bias), a `critical` question the last release found within k is missed, the release run
 abstains less often on unauthorized questions than before, or its answers' `faithful` score on the
 test questions dropped by more than `max_faithful_drop` and significantly (a paired test on the
-questions both judged by the same judge: a drop within the judge's noise does not reject). The first
-release has nothing to
-compare with: only the absolute checks apply.
+questions both judged by the same judge: a drop within the judge's noise does not reject; a score the
+judge gives by construction is none). The first release has nothing to compare with: only the
+absolute checks apply.
+
+With fewer test questions than can decide anything (`FEWEST_TO_DECIDE`, none at RAG_TEST_SHARE=0),
+the recall and the rules are on the development questions, and every line says so: never a NaN.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ import pandas as pd
 
 from rag_pipeline.lib.core import UNAUTHORIZED, AnyPath
 from rag_pipeline.lib.evaluation import paired_randomization, run_label
+from rag_pipeline.lib.evaluation.significance import FEWEST_TO_DECIDE, p_text
 from rag_pipeline.lib.judging import ppi_outcomes
-from rag_pipeline.lib.questions import TEST
+from rag_pipeline.lib.questions import DEV, TEST
 
 RELEASED, REJECTED = "released", "rejected"
 # release/questions.parquet: per question, what the release run did (the rank, so that a later
@@ -104,10 +108,23 @@ def found(ranks: pd.Series, k: int) -> pd.Series:
     return ranks.fillna(k + 1).astype(int) <= k
 
 
-def recall(results: pd.DataFrame, k: int) -> float:
-    """Evidence recall@k over the answerable test questions (NaN with none)."""
-    scored = results[results["answerable"] & (results["split"] == TEST)]
-    return float(found(scored["first_evidence_rank"], k).mean()) if len(scored) else float("nan")
+SPLIT_NAMES = {TEST: "test questions", DEV: "development questions (too few test questions to decide)"}
+
+
+def deciding(questions: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """Which of `questions` (with `split`) a rule decides on: the test ones, or the development ones
+    when fewer than `FEWEST_TO_DECIDE` are test; and that split."""
+    test = (questions["split"] == TEST).to_numpy()
+    return (test, TEST) if test.sum() >= FEWEST_TO_DECIDE else ((questions["split"] == DEV).to_numpy(), DEV)
+
+
+def recall(results: pd.DataFrame, k: int) -> tuple[float, str]:
+    """Evidence recall@k over the answerable questions of the split `deciding` names, and that split
+    (NaN with no answerable question at all)."""
+    answerable = results[results["answerable"]]
+    chosen, split = deciding(answerable)
+    scored = answerable[chosen]
+    return (float(found(scored["first_evidence_rank"], k).mean()) if len(scored) else float("nan")), split
 
 
 @dataclass
@@ -116,6 +133,7 @@ class Decision:
     reasons: list[str] = field(default_factory=list)
     newly_missed: list[str] = field(default_factory=list)
     recall: float = float("nan")
+    recall_on: str = TEST  # the split `recall` and the rules are on
     compared: int = 0  # questions scored by both the candidate and the last release
 
 
@@ -166,7 +184,8 @@ def decide(
     found (leaks, the served table's recall and fill); `previous` the last release's results;
     both are judged at `k`."""
     reasons = list(problems)
-    decision = Decision(RELEASED, recall=recall(results, k))
+    measured, split = recall(results, k)
+    decision = Decision(RELEASED, recall=measured, recall_on=split)
     if previous is not None and len(previous):
         both = results.merge(previous, on=["question_id", "label_key"], suffixes=("", "_was"))
         decision.compared = len(both)
@@ -175,13 +194,13 @@ def decide(
         was_found = found(answerable["first_evidence_rank_was"], k)
         missed = answerable[was_found & ~now_found]
         decision.newly_missed = sorted(missed["question_id"], key=_natural)
-        test = (answerable["split"] == TEST).to_numpy()
-        if test.any():
-            now, was = float(now_found[test].mean()), float(was_found[test].mean())
+        chosen, split = deciding(answerable)
+        if chosen.any():
+            now, was = float(now_found[chosen].mean()), float(was_found[chosen].mean())
             if was - now > max_drop + 1e-12:
                 reasons.append(
-                    f"evidence recall@k dropped from {was:.3f} to {now:.3f} on the {int(test.sum())} "
-                    f"test questions both scored (more than RAG_RELEASE_MAX_DROP={max_drop})"
+                    f"evidence recall@k dropped from {was:.3f} to {now:.3f} on the {int(chosen.sum())} "
+                    f"{SPLIT_NAMES[split]} both scored (more than RAG_RELEASE_MAX_DROP={max_drop})"
                 )
         critical = sorted(missed.loc[missed["critical"], "question_id"], key=_natural)
         if critical:
@@ -209,12 +228,13 @@ def faithful_drop(both: pd.DataFrame, max_drop: float) -> list[str]:
     test finds significant rejects. A last release recorded before judging compares nothing."""
     if "faithful_was" not in both:
         return []
-    shared = both[
+    judged = both[
         both["faithful"].notna()
         & both["faithful_was"].notna()
         & (both["judge_version"] == both["judge_version_was"])
-        & (both["split"] == TEST)
     ]
+    chosen, split = deciding(judged)
+    shared = judged[chosen]
     if not len(shared):
         return []
     now, was = (
@@ -228,8 +248,9 @@ def faithful_drop(both: pd.DataFrame, max_drop: float) -> list[str]:
     p = paired_randomization(now, was)
     if drop > max_drop + 1e-12 and p < SIGNIFICANT:
         return [
-            f"answers' faithful fell from {was.mean():.3f} to {now.mean():.3f} on the {len(shared)} test "
-            f"questions both had judged (p = {p:.2g}; more than RAG_RELEASE_MAX_FAITHFUL_DROP={max_drop})"
+            f"answers' faithful fell from {was.mean():.3f} to {now.mean():.3f} on the {len(shared)} "
+            f"{SPLIT_NAMES[split]} both had judged ({p_text(p)}; more than "
+            f"RAG_RELEASE_MAX_FAITHFUL_DROP={max_drop})"
         ]
     return []
 

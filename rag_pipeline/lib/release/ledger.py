@@ -29,12 +29,16 @@ CURRENT_TYPES: dict[str, tuple[type, ...]] = {
     "time": (str,),
 }
 CURRENT_KEYS = tuple(CURRENT_TYPES)
+# a key a release written before it lacks: the split its recall is on (`test`, or `dev` when too few
+# test questions could decide)
+RECALL_ON = "recall_on"
 HISTORY_SCHEMA = pa.schema(
     [
         ("decision", pa.string()),
         ("commit", pa.string()),
         ("run", pa.string()),
         ("recall", pa.float64()),
+        (RECALL_ON, pa.string()),
         ("reasons", pa.list_(pa.string())),
         ("newly_missed", pa.list_(pa.string())),
         ("time", pa.string()),
@@ -102,4 +106,5 @@ def write_release(release_dir: AnyPath, current: dict, results: pd.DataFrame) ->
     """The new live release: its per-question results first, then `current.json`, which names it;
     writing `current.json` (atomically) is the moment the release happens."""
     write_table(pa.Table.from_pandas(results, preserve_index=False), release_dir / QUESTIONS)
-    write_bytes(json.dumps({k: current[k] for k in CURRENT_KEYS}, indent=1).encode(), release_dir / CURRENT)
+    kept = [*CURRENT_KEYS, *([RECALL_ON] if RECALL_ON in current else [])]
+    write_bytes(json.dumps({k: current[k] for k in kept}, indent=1).encode(), release_dir / CURRENT)

@@ -50,6 +50,18 @@ class RetrieverSpec:
         """Whether the embedder's vectors rank it: dense, and the fusions with dense."""
         return any(not RANKERS[i.split("+")[0]].lexical for i in self.inputs)
 
+    @property
+    def uses_analyzer(self) -> bool:
+        """Whether BM25 terms rank it: bm25, and the fusions with it."""
+        return any(RANKERS[i.split("+")[0]].lexical for i in self.inputs)
+
+    @property
+    def settings_read(self) -> frozenset[str]:
+        """The `RetrievalSettings` fields that can move its ranking (`depth` cuts every one)."""
+        ranker = RANKERS[self.ranker]
+        fused = {"candidate_k"} if ranker.fuse else set()
+        return frozenset({"depth", *ranker.reads, *fused, *(("rerank_k",) if self.rerank else ())})
+
 
 def parse_retriever(name: str) -> RetrieverSpec:
     ranker, *flags = name.split("+")
@@ -153,15 +165,16 @@ class Ranker:
     hits: Callable[..., list] | None = None
     fuse: Callable[[list[Hits], RetrievalSettings], Hits] | None = None
     lexical: bool = False
+    reads: tuple[str, ...] = ()  # the `RetrievalSettings` fields its fusion reads
 
 
 # every ranker by name: a configuration's ranker is looked up here, and nowhere compared by name
 RANKERS = {
     "dense": Ranker(hits=dense_hits),
     "bm25": Ranker(hits=bm25_hits, lexical=True),
-    "rrf": Ranker(fuse=reciprocal_rank),
-    "minmax": Ranker(fuse=partial(weighted, method="minmax")),
-    "zscore": Ranker(fuse=partial(weighted, method="zscore")),
+    "rrf": Ranker(fuse=reciprocal_rank, reads=("rrf_k",)),
+    "minmax": Ranker(fuse=partial(weighted, method="minmax"), reads=("dense_weight",)),
+    "zscore": Ranker(fuse=partial(weighted, method="zscore"), reads=("dense_weight",)),
 }
 FUSED = ("dense", "bm25")  # what a fusion fuses, in the order of its weights (`dense_weight` first)
 

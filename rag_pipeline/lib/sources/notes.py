@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 
 import git
 
+from rag_pipeline.lib.core import shown_path
 from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.sources.access import NotesSourceError, access_groups, gives_access
 from rag_pipeline.lib.sources.cascade import INDEX, Cascaded, Cascades, Entry, index_entries, sections_above
@@ -69,13 +70,13 @@ def open_repository(location: str, cache_dir: Path) -> git.Repo:
         if not path.is_dir():
             what = "is a file, not a directory" if path.exists() else "no such directory"
             raise NotesSourceError(
-                f"RAG_NOTES_REPO={location}: {what}; set it to a git repository's path or a git URL"
+                f"RAG_NOTES_REPO={shown_path(location)}: {what}; set it to a git repository's path or a git URL"
             )
         try:
             return git.Repo(path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
             raise NotesSourceError(
-                f"RAG_NOTES_REPO={location}: not a git repository (no .git); run `git init` and commit "
+                f"RAG_NOTES_REPO={shown_path(location)}: not a git repository (no .git); run `git init` and commit "
                 "the notes there, or set RAG_NOTES_REPO to a repository's path or URL"
             ) from exc
     mirror = cache_dir / hashlib.sha256(location.encode()).hexdigest()[:16]
@@ -109,7 +110,7 @@ def resolve_commit(repo: git.Repo, ref: str, given: str = "RAG_NOTES_REF") -> gi
     try:
         return repo.commit(ref)
     except (git.BadName, git.BadObject, ValueError) as exc:
-        where = repo.working_tree_dir or repo.git_dir
+        where = shown_path(repo.working_tree_dir or repo.git_dir)
         raise NotesSourceError(
             f"{given}={ref}: names no commit of {where}; set it to a branch, tag or commit there"
         ) from exc
