@@ -148,6 +148,31 @@ def test_the_verdict_chooses_within_every_budget_and_names_what_it_left_out():
     }  # fmt: skip
 
 
+LEADER = matrix(*(row[1:] for row in SCENARIOS if row[0] == "leader"), baseline="base")
+LEADER_FIGURES = {"a": (30.0, 0.1), "b": (8.0, 0.1), "base": (5.0, 0.1)}
+
+
+def test_over_budget_is_dropped_before_the_dev_choice_and_the_figures_stay_of_one_population():
+    budgets = costs(LEADER_FIGURES, Budgets(latency_p95_ms=20.0))
+    assert verdict(LEADER, "base")["best"] == ["a"]  # the development questions' leader, over budget
+    got = budgeted_verdict(LEADER, "base", None, budgets)
+    assert got["best"] == ["b"] and got["significant"] and got["compared_on"] == "test"
+    assert (got["dev_value"], got["best_value"], got["baseline_value"]) == (0.8, 0.86, 0.68)
+    assert round(got["best_value"] - got["baseline_value"], 4) == got["delta"] == 0.18
+    assert set(got["over_budget"]) == {"a"} and got["wording"].startswith("`b` is chosen on 196")
+    # a configuration RAG_CHOSEN_RUN keeps is kept only within the budgets
+    kept = budgeted_verdict(LEADER, "base", None, budgets, kept="a")
+    assert kept["best"] == ["b"] and kept["kept"] == "a"
+    assert kept["wording"].startswith("RAG_CHOSEN_RUN=a is over budget; `b` is chosen on 196")
+    within = budgeted_verdict(LEADER, "base", None, budgets, kept="base")
+    assert within["best"] == ["base"] and "`base`, kept as chosen (RAG_CHOSEN_RUN)" in within["wording"]
+    # without a budget, as the verdict keeps it
+    free = budgeted_verdict(LEADER, "base", None, costs(LEADER_FIGURES, Budgets()), kept="a")
+    assert {k: v for k, v in free.items() if k not in ("budgets", "over_budget")} == verdict(
+        LEADER, "base", kept="a"
+    )
+
+
 def test_when_none_is_within_nothing_is_chosen_and_the_cheapest_and_fastest_are_named():
     got = budgeted_verdict(WINNER, "fixed-1000", None, costs(FIGURES, Budgets(latency_p95_ms=0.001)))
     assert got["best"] == [] and got["delta"] is None and set(got["over_budget"]) == set(FIGURES)
