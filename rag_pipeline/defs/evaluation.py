@@ -255,8 +255,11 @@ def summary_asset(
         context.log.info(f"verdict: {report.verdict['wording']}")
         summary = report.tables["evaluation_summary"]
         return materialized(
-            # what the reports say they were computed from too: the files below it copy that
-            config_digest(content_version(summary, list(summary.columns)), provenance),
+            # what the reports say they were computed from too: the files below it copy that; and the
+            # verdict's choice, which answers reads and the budgets move without this table moving
+            config_digest(
+                content_version(summary, list(summary.columns)), provenance, report.verdict["best"]
+            ),
             summary_metadata(
                 report,
                 same,

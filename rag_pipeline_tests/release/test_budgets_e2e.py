@@ -32,6 +32,12 @@ def run_of(home, asset: str) -> str:
     return latest(home, asset).run_id
 
 
+def answered(data) -> set[str]:
+    """The runs answered besides the `none` and `oracle` baselines."""
+    frame = pd.read_parquet(data / "answers" / "answers.parquet", columns=["strategy", "retriever"])
+    return {f"{s}/{r}" for s, r in zip(frame["strategy"], frame["retriever"]) if s != "-"}
+
+
 @pytest.mark.slow
 def test_budgets_decide_the_choice_and_the_gate(tmp_path):
     build_repository(BUNDLED_CORPUS, tmp_path / "notes")
@@ -50,6 +56,11 @@ def test_budgets_decide_the_choice_and_the_gate(tmp_path):
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     verdict = json.loads((data / "reports" / "verdict.json").read_text())
     assert verdict["over_budget"] == {} and verdict["budgets"]["latency_p95_ms"] is None and verdict["best"]
+    # the served run and the verdict's choice are answered (the choice is the development questions' leader)
+    assert verdict["best"] == ["fixed-1000/bm25"] and answered(data) == {
+        "fixed-1000/dense",
+        "fixed-1000/bm25",
+    }
     figures = pd.read_parquet(data / "reports" / "costs.parquet")
     configurations = set(figures["configuration"])
     assert configurations == {"fixed-1000", "fixed-1000/bm25"}
@@ -86,3 +97,5 @@ def test_budgets_decide_the_choice_and_the_gate(tmp_path):
     assert "no configuration is within the budgets: the cheapest is" in budget.stdout
     assert "the release run fixed-1000/dense is over budget" in budget.stdout
     assert (data / "release" / "current.json").read_bytes() == current
+    # the answers follow the choice the budgets moved, as a build from scratch answers: the served run only
+    assert answered(data) == {"fixed-1000/dense"}
