@@ -1,5 +1,6 @@
 """Answer stage: the configured runs, and the `none` and `oracle` baselines, answered and scored."""
 
+from collections import Counter
 from collections.abc import Mapping
 
 import dagster as dg
@@ -20,14 +21,17 @@ from rag_pipeline.lib.answers import (
     answer_table,
     make_prompt,
     prompt_units,
+    reuse_line,
     score_answers,
 )
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, read_table, write_table
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.evaluation import decided_rows, to_markdown
 from rag_pipeline.lib.questions import Question, questions_from_frame, usable
 
 
+@logic
 def answered_runs(
     setting: str, summary: pd.DataFrame, baseline: tuple[str, str], served: tuple[str, str]
 ) -> list[tuple[str, str]]:
@@ -48,6 +52,7 @@ def answered_runs(
     return list(dict.fromkeys([baseline, best, served]))
 
 
+@logic
 def run_units(
     store: DataStore,
     retrieval: RetrievalResource,
@@ -115,12 +120,14 @@ def answers_asset(
         units = run_units(store, retrieval, strategies, runs, items, spans, cleaned_notes)
         llm = answerer.get()
         frames = []
-        asked = 0
+        asked, reused = 0, Counter()  # replies another server gave, by server
         with forward_logs(context):
             for (strategy, retriever), by_question in units.items():
                 prompts = [make_prompt(str(q.id), q.q, by_question[str(q.id)]) for q in items]
                 for repeat in range(answerer.repeats):
-                    replies, n = answer_all(llm, prompts, store.path("answer_cache"), repeat=repeat)
+                    replies, n = answer_all(
+                        llm, prompts, store.path("answer_cache"), repeat=repeat, reused=reused
+                    )
                     asked += n
                     frames.append(
                         score_answers(
@@ -134,6 +141,8 @@ def answers_asset(
                             repeat=repeat,
                         )
                     )
+        if reused:
+            context.log.warning(reuse_line(reused, getattr(llm, "url", ""), llm.llm_version))
         frame = pd.concat(frames, ignore_index=True)
         table = answer_summary(frame, items)
         meta = read_table(summary_path).schema.metadata or {}

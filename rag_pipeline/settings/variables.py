@@ -10,9 +10,10 @@ from typing import Any
 from rag_pipeline.lib.core import values
 
 # `RAG_*` variables read elsewhere that are not settings: `make run`'s verbose switch, the
-# differential test's seed and number of steps, and where scripts/services.sh starts its servers
+# differential tests' seeds and sizes, and where scripts/services.sh starts its servers
 OTHER_VARIABLES = frozenset(
     {"RAG_VERBOSE", "RAG_DIFF_SEED", "RAG_DIFF_STEPS", "RAG_SERVICES_DIR", "RAG_PG_PORT"}
+    | {"RAG_CODE_EDITS", "RAG_CODE_EDITS_SEED"}
 )
 
 

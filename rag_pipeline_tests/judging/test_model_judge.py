@@ -3,7 +3,9 @@ model can be installed here), through the answerer's client and cache."""
 
 import re
 
-from rag_pipeline.lib.judging import PROMPT_DIGEST, item_scores, judge_all, make_judge
+from rag_pipeline.lib.answers import OllamaLLM
+from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.judging import ModelJudge, item_scores, judge_all, make_judge
 from rag_pipeline_tests.fakes.judge import FakeJudge
 from rag_pipeline_tests.fakes.llm import DIGEST, MODEL
 from rag_pipeline_tests.judging.conftest import item
@@ -47,8 +49,9 @@ def test_an_unparsable_reply_is_invalid_and_no_score(tmp_path):
     assert scores["score"].isna().all() and (scores["n_invalid"] == 2).all()
 
 
-def test_judge_version_names_backend_model_digest_and_prompt(tmp_path):
+def test_judge_version_names_backend_model_digest_and_code(tmp_path):
+    """The model as its server names it, and the code that prompts it and reads its replies."""
     with FakeJudge() as server:
         judge = make_judge("ollama", tmp_path / "cache", url=server.url, model=MODEL)
     assert judge.judge_version.startswith(f"ollama:{MODEL}@{DIGEST}|")
-    assert judge.judge_version.endswith(f"|judge-prompt-{PROMPT_DIGEST}")
+    assert judge.judge_version.endswith(f"|judge@{fingerprint([ModelJudge, OllamaLLM])[:12]}")

@@ -5,10 +5,12 @@ import dagster as dg
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.resources.data import DataStore
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.retrieval import HttpReranker, RetrievalSettings, RetrieverSpec, parse_retriever
 from rag_pipeline.lib.serving import AnnConfig, Store, served_store
 
 
+@logic
 class RetrievalResource(FromSettings):
     """Which retriever configurations run on every strategy, and their settings (see lib/retrieval)."""
 
@@ -55,6 +57,7 @@ class RetrievalResource(FromSettings):
         )
 
 
+@logic
 class ServingResource(FromSettings):
     """The served tables: searched exactly below `ann_min_rows` rows, through an IVF-PQ index above."""
 
@@ -67,6 +70,7 @@ class ServingResource(FromSettings):
         return AnnConfig(min_rows=self.ann_min_rows)
 
 
+@logic
 class ServedStore(FromSettings):
     """The served tables behind the store seam (`lib/serving/store.py`): `get()` is the store the data
     directory's tables are in (LanceDB's, under `lancedb/`), which opens, syncs, tags and searches them."""
@@ -77,6 +81,7 @@ class ServedStore(FromSettings):
         return served_store(self.store.path())
 
 
+@logic
 class ReleaseResource(FromSettings):
     """Which run the application serves, and how much worse a new index may be before it is held back."""
 

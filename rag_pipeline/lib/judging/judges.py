@@ -9,7 +9,9 @@ prompts that hold it.
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +19,14 @@ from typing import Any
 
 import pandas as pd
 
-from rag_pipeline.lib.answers import ChatLLM, Prompt, answer_all, make_llm
+from rag_pipeline.lib.answers import ChatLLM, Prompt, answer_all, make_llm, reuse_line
 from rag_pipeline.lib.core import text_hash
-from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.core.fingerprint import code_of, fingerprint
 from rag_pipeline.lib.judging import rules
 from rag_pipeline.lib.judging.items import Item
-from rag_pipeline.lib.judging.rubric import CRITERIA, INVALID, PROMPT_DIGEST, judge_prompt, parse_verdict
+from rag_pipeline.lib.judging.rubric import CRITERIA, INVALID, judge_prompt, parse_verdict
 
+log = logging.getLogger("rag_pipeline.judging")
 Verdict = tuple[str, str]  # (yes | no | invalid, reason)
 RUN = ["strategy", "retriever", "llm_version"]
 # answers/judgments.parquet (a contract)
@@ -39,8 +42,6 @@ JUDGMENT_COLUMNS = [
     "verdict",
     "reason",
 ]
-# the rules' own code stands for their prompt: a changed rule is a new judge_version
-RULES_DIGEST = fingerprint([rules.RULES])[:8]
 
 
 class Judge(ABC):
@@ -65,7 +66,7 @@ class RulesJudge(Judge):
 
     @property
     def judge_version(self) -> str:
-        return f"rules|rubric-{PROMPT_DIGEST}|rules-{RULES_DIGEST}"
+        return f"rules@{code_of(self)}"  # the rules' code
 
     def verdicts(self, items, criterion, repeat, reverse=False):
         return [rules.RULES[criterion](item) for item in items], 0
@@ -78,15 +79,18 @@ class ModelJudge(Judge):
 
     def __init__(self, llm: ChatLLM, cache_dir: Path):
         self.llm, self.cache_dir, self.backend = llm, cache_dir, llm.backend
+        self.reused: Counter[str] = Counter()  # verdicts read that another server gave, by server
 
     @property
     def judge_version(self) -> str:
-        return f"{self.llm.model_version}|{self.llm.sampling.version()}|judge-prompt-{PROMPT_DIGEST}"
+        """The model as its server names it, how it samples, and the code: the verdict cache's key."""
+        code = fingerprint([ModelJudge, type(self.llm)])[:12]  # the prompt, how a reply is read, the client
+        return f"{self.llm.model_version}|{self.llm.sampling.version()}|judge@{code}"
 
     def verdicts(self, items, criterion, repeat, reverse=False):
         prompts = [Prompt(i.question_id, i.question, (), judge_prompt(i, criterion, reverse)) for i in items]
         replies, asked = answer_all(
-            self.llm, prompts, self.cache_dir, repeat=repeat, version=self.judge_version
+            self.llm, prompts, self.cache_dir, repeat=repeat, version=self.judge_version, reused=self.reused
         )
         return [parse_verdict(r.text) for r in replies], asked
 
@@ -136,6 +140,8 @@ def judge_all(judge: Judge, items: Sequence[Item], repeats: int, bias_sample: in
             ]
     frame = pd.DataFrame(rows, columns=JUDGMENT_COLUMNS).astype({"repeat": "int64"})
     flips, n = position_flips(judge, items, frame, bias_sample) if judge.position_bias else ({}, 0)
+    if getattr(judge, "reused", None):  # one line for the run: a model judge's verdicts of another server
+        log.warning(reuse_line(judge.reused, judge.llm.url, judge.judge_version))
     return Judged(frame, flips, asked + n)
 
 
