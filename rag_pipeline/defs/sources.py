@@ -17,7 +17,13 @@ from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFil
 from rag_pipeline.lib.core import content_version, rebuild_by_note
 from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.release import narrow_live
-from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, NotesSourceError, SourceNote, clean_note
+from rag_pipeline.lib.sources import (
+    CLEANER_VERSION,
+    READER_VERSION,
+    NotesSourceError,
+    SourceNote,
+    cleaned_rows,
+)
 
 SOURCE_FIELDS = [f.name for f in dataclasses.fields(SourceNote)]
 
@@ -163,21 +169,6 @@ def withhold(
         metadata = {"live_withheld": len(revoked.notes), "narrowed": dg.MetadataValue.md(summary)}
         context.log_event(dg.AssetObservation(asset_key="release", metadata=metadata))
     return len(revoked.notes)
-
-
-@logic
-def cleaned_rows(note: dict) -> list[dict]:
-    """The `cleaned_notes` row of a `source_notes` row (the plan chunks changed notes through it too)."""
-    cleaned = clean_note(note["raw"], note["title"])
-    fields = ("note", "path", "commit", "source_version", "note_commit", "title", "cleaner_version", "access")
-    return [
-        {k: note[k] for k in fields}
-        | {
-            "text": cleaned.text,
-            "n_chars": len(cleaned.text),
-            "sections": [s.__dict__ for s in cleaned.sections],
-        }
-    ]
 
 
 @stage_asset(

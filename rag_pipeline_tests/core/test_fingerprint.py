@@ -183,6 +183,14 @@ def test_version_and_deps_are_the_knobs(load):
     plain = fp.fingerprint([main.score])
     assert fp.fingerprint([main.score], version=2) != plain != fp.fingerprint([main.score], deps=["x"])
     assert fp.fingerprint([main.score], deps=["x"]) == fp.fingerprint([main.score], deps=["x"])
+    # one function's version: its callers' fingerprints change, the rest stay
+    bumped = helpers("def twice(x):", "@logic(version=2)\ndef twice(x):")["logic/helpers.py"]
+    bumped = bumped.replace(
+        "import re\n", "import re\n\nfrom rag_pipeline.lib.core.fingerprint import logic\n"
+    )
+    before = prints(load())
+    assert changed(before, prints(load(**{"logic/helpers.py": bumped}))) == {"scaled"}
+    main = sys.modules["fpcase.logic.main"]
     with pytest.raises(TypeError, match="deps="):
         fp.fingerprint([main.score], deps=[object()])
     with pytest.raises(TypeError, match="a value is a dep"):

@@ -69,11 +69,11 @@ def test_fingerprints_made_as_modules_load_are_those_made_after(tmp_path):
 from rag_pipeline.lib.core import fingerprint as fp
 from rag_pipeline.lib.answers import PROMPT_VERSION, make_prompt
 from rag_pipeline.lib.questions.generate import OFFLINE, offline_candidates
-from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, clean_note, read_notes
+from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, cleaned_rows, read_notes
 import rag_pipeline.definitions
 fp.forget()
 fp.KEPT.path = fp.KEPT.path.with_name("after.json")
-assert CLEANER_VERSION == f"clean@{fp.fingerprint([clean_note])}"
+assert CLEANER_VERSION == f"clean@{fp.fingerprint([cleaned_rows])}"
 assert READER_VERSION == f"reader@{fp.fingerprint([read_notes])}"
 assert PROMPT_VERSION == f"answer-prompt@{fp.fingerprint([make_prompt])}"
 assert OFFLINE == f"offline@{fp.fingerprint([offline_candidates])[:12]}"
