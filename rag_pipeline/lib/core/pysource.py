@@ -79,9 +79,10 @@ class Source:
             package = self.module if "__path__" in self.namespace else self.module.rpartition(".")[0]
             parts = package.split(".")
             base = ".".join(parts[: len(parts) - statement.level + 1] + ([base] if base else []))
+        module = sys.modules.get(base)
         for alias in statement.names:
-            value = getattr(sys.modules.get(base), alias.name, None)
-            if (alias.asname or alias.name) == name and not isinstance(value, types.ModuleType):
+            value = getattr(module, alias.name, None)
+            if (alias.asname or alias.name) == name and module and not isinstance(value, types.ModuleType):
                 return base, alias.name
         return None
 
