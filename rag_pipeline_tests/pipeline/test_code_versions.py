@@ -48,17 +48,25 @@ def first_function_edited(root: Path, addition: str) -> None:
     path.write_text(text[:body] + "\n" + addition + text[body:])
 
 
-SETTINGS = Path("rag_pipeline/settings/__init__.py")
+NO_LOGIC = {  # file: (text, another text)
+    "rag_pipeline/settings/__init__.py": (
+        '"comma-separated strategy names (default: the built-in six)"',
+        '"strategy names, separated by commas"',
+    ),
+    # how fingerprints are kept: the code that names code is no logic of what it names
+    "rag_pipeline/lib/core/codestate.py": ("KEEP_STATES = 16", "KEEP_STATES = 17"),
+}
 
 
-def test_a_settings_help_text_changes_no_code_version(tmp_path):
+@pytest.mark.parametrize("path", sorted(NO_LOGIC))
+def test_a_settings_help_text_or_the_fingerprints_cache_changes_no_code_version(tmp_path, path):
     """The settings table is no logic: a setting enters a version only as the value an asset reads."""
     root = tmp_path / "copy"
     shutil.copytree(PACKAGE, root / "rag_pipeline", ignore=shutil.ignore_patterns("__pycache__"))
     before = code_versions(root)
-    text = (root / SETTINGS).read_text()
-    said = '"comma-separated strategy names (default: the built-in six)"'
-    (root / SETTINGS).write_text(text.replace(said, '"strategy names, separated by commas"'))
+    text, other = NO_LOGIC[path]
+    assert text in (root / path).read_text()
+    (root / path).write_text((root / path).read_text().replace(text, other))
     assert code_versions(root) == before
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # rag_pipeline/
-KEEP_STATES = 8  # code states whose fingerprints the file keeps: a checkout moving back and forth
+KEEP_STATES = 16  # code states whose fingerprints the file keeps: checkouts side by side, a branch moving
 
 
 @functools.cache

@@ -5,9 +5,9 @@ deps=)`), followed from source, since a code version is needed before anything r
 - **Logic is declared.** Every function and class of `rag_pipeline.lib` is logic (the layer of plain
   functions), and so is what is marked `@logic` elsewhere (a defs helper that shapes an output, a
   resource that hands out a model). A fingerprint reads its roots and the logic they reach; the rest
-  of the project (Dagster glue, the settings table, the commands) and code outside it (numpy) is
-  named, not read: a setting enters an asset's version through the settings the asset reads
-  (`stage_asset(config=)`), never through the table's code or help text.
+  of the project (Dagster glue, the settings table, the commands), code outside it (numpy) and
+  this code, which names code, are named, not read: a setting enters an asset's version through
+  the settings the asset reads (`stage_asset(config=)`), never through the table's code or help text.
 - **Read as source, followed by name.** A function or class is its syntax tree (docstrings,
   comments, formatting and a function's decorators left out: `pysource.py`). Each name it uses is
   followed: to the function or class it stands for (a method behind `@property`, `@classmethod` or
@@ -40,6 +40,10 @@ from rag_pipeline.lib.core.pysource import Source, digest, names
 
 PROJECT = "rag_pipeline"  # the package whose code is read
 LOGIC = ("rag_pipeline.lib.",)  # the modules whose every function and class is logic
+# the code that names code is no logic of what it names: `CLEANER_VERSION = f"clean@{fingerprint(
+# [cleaned_rows])}"` is read as cleaned_rows, and a change of how fingerprints are kept changes no
+# version (a change of how they are computed changes every one anyway)
+NAMING = (__name__, pysource.__name__, codestate.__name__)
 __all__ = ["PACKAGE_ROOT", "code_of", "fingerprint", "logic", "package_fingerprint"]
 
 
@@ -240,8 +244,8 @@ def ours(obj: object) -> bool:
 
 
 def readable(obj: object) -> bool:
-    """Whether a fingerprint reads `obj`: logic of the project (lib/, or marked)."""
-    if not (inspect.isfunction(obj) or inspect.isclass(obj)) or not ours(obj):
+    """Whether a fingerprint reads `obj`: logic of the project (lib/, or marked), not this code."""
+    if not (inspect.isfunction(obj) or inspect.isclass(obj)) or not ours(obj) or obj.__module__ in NAMING:
         return False
     return obj.__module__.startswith(LOGIC) or "__logic__" in vars(obj)
 
