@@ -31,7 +31,7 @@ import inspect
 import json
 import sys
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rag_pipeline.lib.core import codestate, pysource
@@ -136,9 +136,12 @@ class Graph:
     def __init__(self) -> None:
         self.records: dict[str, str] = {}
         self.refers: dict[str, set[str]] = {}
+        self.unread: list[Callable[[], None]] = []  # nodes named, to be read (no recursion, however deep)
 
     def reach(self, ids: Iterable[str]) -> dict[str, str]:
         """The records of the nodes `ids` and of every node they refer to, transitively."""
+        while self.unread:
+            self.unread.pop()()
         found: dict[str, str] = {}
         todo = list(ids)
         while todo:
@@ -149,7 +152,7 @@ class Graph:
         return found
 
     def visit(self, obj: object) -> str:
-        """Read a function or class (and what it reaches) once; its id."""
+        """The id of a function or class, read once (`reach` reads what is named)."""
         source = Source.of_object(obj)
         node = f"{obj.__module__}.{obj.__qualname__}"
         if "<lambda>" in node:  # the lambdas of one scope share a name
@@ -158,23 +161,25 @@ class Graph:
         if held:  # a function made by a call, with the code it closes over
             node += f"#{hashlib.sha256(json.dumps(held, sort_keys=True).encode()).hexdigest()[:12]}"
         if node not in self.records:
-            self.read(node, source.tree_of(obj), source, vars(obj).get("__logic__"), held)
+            self.records[node] = ""
+            self.unread.append(lambda: self.read(node, source.tree_of(obj), source, marks(obj), held))
         return node
 
     def binding(self, source: Source, name: str) -> str:
-        """Read the statements that bind `name` in a module (following an import from the project
-        to the module that binds it); its id."""
+        """The id of the statements that bind `name` in a module (following an import from the
+        project to the module that binds it), read once."""
         for statement in source.bindings.get(name, []):
             imported = source.imported(statement, name)
             if imported is not None and in_project(imported[0]):
                 return self.binding(Source.of_module(sys.modules[imported[0]]), imported[1])
         node = f"{source.module}:{name}"
         if node not in self.records:
-            self.read(node, source.bindings.get(name, []), source, None, {})
+            self.records[node] = ""
+            self.unread.append(lambda: self.read(node, source.bindings.get(name, []), source, None, {}))
         return node
 
     def read(self, node: str, tree: pysource.Tree, source: Source, mark: Logic | None, held: dict) -> None:
-        self.records[node], self.refers[node] = "", set()  # a cycle comes back here
+        self.refers[node] = set()
         refs = {}
         for chain in sorted(names(tree)):
             found = self.resolve(chain, source, held)
@@ -226,6 +231,10 @@ class Graph:
 
 
 GRAPH = Graph()
+
+
+def marks(obj: object) -> Logic | None:
+    return vars(obj).get("__logic__")
 
 
 def made(value: object) -> bool:
