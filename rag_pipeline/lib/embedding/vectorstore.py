@@ -39,12 +39,13 @@ class VectorStore(SegmentStore):
     def __init__(self, root: str | AnyPath, embedding_version: str, dim: int):
         self.embedding_version = embedding_version
         self.dim = dim
-        rows = fingerprint([VectorStore.vectors, VectorStore.put])[:12]  # how a vector is kept
-        super().__init__(
-            version_dir(
-                root, f"{embedding_version}|rows@{rows}", {"embedding_version": embedding_version, "dim": dim}
-            )
-        )
+        manifest = {"embedding_version": embedding_version, "dim": dim}
+        super().__init__(version_dir(root, self.key(embedding_version), manifest))
+
+    @staticmethod
+    def key(embedding_version: str) -> str:
+        """The store's version: the vectors' embedding_version and the code that keeps a vector."""
+        return f"{embedding_version}|rows@{fingerprint([VectorStore.vectors, VectorStore.put])[:12]}"
 
     def vectors(self, hashes: list[str]) -> np.ndarray:
         """One row per hash, in order; KeyError if one is not stored."""
