@@ -90,6 +90,6 @@ def test_a_random_judge_is_measured_and_corrected_on_the_bundled_corpus(tmp_path
 
     assert make_run(project_definitions(env), instance)[1].success  # RAG_JUDGE unset
     summary = pd.read_parquet(data / "reports" / "judged_summary.parquet")
-    assert summary["judge_version"].str.startswith("rules|").all()
+    assert summary["judge_version"].str.startswith("rules@").all()
     assert set(summary["criterion"]) == {"faithful", "correct", "cites_support"}
     print(f"rules judge:\n{summary.drop(columns=['llm_version', 'judge_version']).to_string()}")
