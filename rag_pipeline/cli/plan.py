@@ -17,7 +17,7 @@ from rag_pipeline.defs import lanes
 from rag_pipeline.defs.sources import cleaned_rows, known_notes
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
 from rag_pipeline.lib.core import StorageError, clipped, shown_path, version_key
-from rag_pipeline.lib.embedding import Passages, text_hashes
+from rag_pipeline.lib.embedding import Passages, VectorStore, text_hashes
 from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote, note_entries, resolve_commit
 
 MEASURED = 10  # the materializations of a lane searched back for its last measured embedding
@@ -94,7 +94,9 @@ def pending(
         texts |= {h: len(t) for h, t in zip(text_hashes(model, every, "passage"), every)}
     hashes = list(texts)
     stored = [False] * len(hashes)
-    if (store.path("vectors") / version_key(model.embedding_version)).exists():  # a plan writes nothing
+    if (
+        store.path("vectors") / version_key(VectorStore.key(model.embedding_version))
+    ).exists():  # writes nothing
         stored = r["embedder"].vector_store().contains(hashes)
     missing = [h for h, found in zip(hashes, stored) if not found]
     return len(missing), sum(texts[h] for h in missing)

@@ -1,6 +1,7 @@
 """Answer stage: the configured runs, and the `none` and `oracle` baselines, answered and scored."""
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 
 import dagster as dg
@@ -21,14 +22,17 @@ from rag_pipeline.lib.answers import (
     answer_table,
     make_prompt,
     prompt_units,
+    reuse_line,
     score_answers,
 )
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, read_table, write_table
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.evaluation import decided_rows, to_markdown
 from rag_pipeline.lib.questions import Question, questions_from_frame, usable
 
 
+@logic
 def answered_runs(
     setting: str,
     summary: pd.DataFrame,
@@ -62,6 +66,7 @@ def verdict_choice(store: DataStore) -> tuple[str, str] | None:
     return strategy, retriever or "dense"
 
 
+@logic
 def run_units(
     store: DataStore,
     retrieval: RetrievalResource,
@@ -129,12 +134,14 @@ def answers_asset(
         units = run_units(store, retrieval, strategies, runs, items, spans, cleaned_notes)
         llm = answerer.get()
         frames = []
-        asked = 0
+        asked, reused = 0, Counter()  # replies another server gave, by server
         with forward_logs(context):
             for (strategy, retriever), by_question in units.items():
                 prompts = [make_prompt(str(q.id), q.q, by_question[str(q.id)]) for q in items]
                 for repeat in range(answerer.repeats):
-                    replies, n = answer_all(llm, prompts, store.path("answer_cache"), repeat=repeat)
+                    replies, n = answer_all(
+                        llm, prompts, store.path("answer_cache"), repeat=repeat, reused=reused
+                    )
                     asked += n
                     frames.append(
                         score_answers(
@@ -148,6 +155,8 @@ def answers_asset(
                             repeat=repeat,
                         )
                     )
+        if reused:
+            context.log.warning(reuse_line(reused, getattr(llm, "url", ""), llm.llm_version))
         frame = pd.concat(frames, ignore_index=True)
         table = answer_summary(frame, items)
         meta = read_table(summary_path).schema.metadata or {}

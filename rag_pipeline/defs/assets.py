@@ -1,12 +1,14 @@
 """How every asset of the project is declared: one decorator with its conventions.
 
-An asset's code version is the fingerprint of its body and all of the project's code it runs
-(`lib/core/fingerprint.py`), computed when the definitions load: no version is written by hand, a
-change to a metric re-runs evaluation and what follows, a comment re-runs nothing. The settings an
-output depends on are one function of the resources (`config`), read twice: from the resources the
-definitions are built with, into the code version (`fingerprint@settings`: the UI shows a settings
-change as a new code version), and from the run's resources, so a step under other settings is not
-reused."""
+An asset's code version is the fingerprint of its body and of the logic it reaches
+(`lib/core/fingerprint.py`: lib/'s code, and what is marked `@logic`), with `logic` (more roots) and
+`version` (a rebuild forced where no code changed): no version is written by hand, a change to a
+metric re-runs evaluation and what follows, a comment re-runs nothing. The strategy of a lane
+asset (its name and chunker version) is part of it. Any other value the body closes over enters as
+a setting: the settings an output depends on are one function of the resources (`config`), read
+twice: from the resources the definitions are built with, into the code version
+(`fingerprint@settings`: the UI shows a settings change as a new code version), and from the run's
+resources, so a step under other settings is not reused."""
 
 from collections.abc import Callable, Iterable, Mapping
 
@@ -30,16 +32,21 @@ def stage_asset(
     strategy: Strategy | None = None,
     checks: Iterable[tuple[str, str, bool]] = (),
     first: bool = False,
+    logic: Iterable[object] = (),
+    version: object = None,
 ) -> Callable:
     """`@dg.asset` around `memoized(config, external)`; `checks` are (name, description, blocking);
     a `first` step takes a free process or worker before the other steps ready to start."""
     specs = [dg.AssetCheckSpec(c, asset=name, description=text, blocking=b) for c, text, b in checks]
+    lane = (strategy.name, strategy.version) if strategy else ()
 
     def declare(body: Callable) -> dg.AssetsDefinition:
         return dg.asset(
             name=name,
             group_name=group,
-            code_version=code_version(fingerprint([body]), given(config, resources or {})),
+            code_version=code_version(
+                fingerprint([body, *logic], version=version, deps=lane), given(config, resources or {})
+            ),
             kinds=set(kinds),
             deps=list(deps),
             metadata={"strategy": strategy.name} if strategy else None,

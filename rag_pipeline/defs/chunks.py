@@ -10,6 +10,7 @@ from rag_pipeline.defs.lineage import CHECKS, config_digest, last_materializatio
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems, with_text_hashes
 from rag_pipeline.lib.core import content_version, in_note_order, note_buckets, rebuild_by_note
+from rag_pipeline.lib.core.fingerprint import logic
 
 NOTE_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]
 CHUNKS_CONTENT = ["chunk_id", "commit"]  # the commit too: it is what the served rows say their text is from
@@ -152,6 +153,7 @@ def joined_chunks_asset(strategy: Strategy, shards: int) -> dg.AssetsDefinition:
     return _chunks
 
 
+@logic
 def previous_passed(context: dg.AssetExecutionContext, previous: pd.DataFrame | None) -> bool:
     """Whether the chunks file read as `previous` is the one the last materialization wrote and
     its check passed: then its rows of unchanged notes need no checking again."""

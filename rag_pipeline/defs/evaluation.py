@@ -22,6 +22,7 @@ from rag_pipeline.lib.core import (
     table_bytes,
     write_arrow,
 )
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.evaluation import (
     REPORT_KS,
     Report,
@@ -46,6 +47,7 @@ RUN_KEYS = ["strategy", "retriever", "embedding_version"]
 BASELINE = ("fixed-1000", "dense")
 
 
+@logic
 def identical_strategies(store: DataStore, strategies: list[Strategy], keep: str) -> dict[str, str]:
     """{strategy: another with exactly the same chunks}, from the lanes' chunk files."""
     spans = {
@@ -86,6 +88,7 @@ def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
 PNGS = pa.list_(pa.binary())
 
 
+@logic
 def load_drawn(path: AnyPath) -> dict[str, tuple[bytes, ...]]:
     """The last report's plots by what they draw (see `build_report`); none when unreadable."""
     try:

@@ -17,6 +17,7 @@ from rag_pipeline.defs.resources import DataStore, JudgeResource, RetrievalResou
 from rag_pipeline.lib.answers import BASELINE_STRATEGY
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, read_table, write_table
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.evaluation import LEDGER, record_judged, short, to_markdown
 from rag_pipeline.lib.judging import (
     JUDGMENT_COLUMNS,
@@ -37,6 +38,7 @@ from rag_pipeline.lib.judging import (
 from rag_pipeline.lib.questions import questions_from_frame, usable
 
 
+@logic
 def labels_of(judge: JudgeResource) -> pd.DataFrame:
     """People's labels from RAG_JUDGE_LABELS (none when it is unset)."""
     path = Path(judge.labels) if judge.labels else None

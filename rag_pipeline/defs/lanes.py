@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import version_key
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.embedding import LaneMismatch, LaneVectors, read_lane
 from rag_pipeline.lib.release import RELEASE_DIR
 from rag_pipeline.lib.serving import DB_DIR as LANCEDB_DIR
@@ -77,6 +78,7 @@ def report_path(name: str) -> str:
     return f"{REPORTS}/{name}"
 
 
+@logic
 def read_vectors(
     store,
     embedding_version: str,

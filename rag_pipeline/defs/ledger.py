@@ -7,6 +7,7 @@ import pandas as pd
 
 from rag_pipeline.defs.resources import DataStore, QuestionsFile, RetrievalResource
 from rag_pipeline.lib.core import clipped
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.evaluation import (
     LEDGER,
     NOT_RECORDED,
@@ -19,6 +20,7 @@ from rag_pipeline.lib.evaluation import (
 )
 
 
+@logic
 def experiment_entries(
     log: dg.DagsterLogManager,
     store: DataStore,

@@ -139,6 +139,7 @@ def release_asset(
             *(lanes.lane_key(stage, s) for s in strategies for stage in ("retrieval", "index")),
         ],
         checks=[(GATE, rule, True)],
+        logic=[leak_problem, retrieval_leaks, served_leaks, live_tags, judged, last_release, decision_row],
         description=f"Decides whether `{'/'.join(run)}` as evaluated may be served: on `released` the served "
         f"tables' evaluated versions are tagged `live` and `{lanes.RELEASE}/current.json` names them; "
         f"every decision is appended to `{lanes.RELEASE}/history.parquet`.",

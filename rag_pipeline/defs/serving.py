@@ -20,7 +20,7 @@ from rag_pipeline.defs.resources import (
 )
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, write_table
-from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.core.fingerprint import fingerprint, logic
 from rag_pipeline.lib.embedding import Embedder
 from rag_pipeline.lib.evaluation import to_markdown
 from rag_pipeline.lib.questions import asker_groups, usable
@@ -48,6 +48,7 @@ def askers(questions: pd.DataFrame) -> list[list[str] | None]:
     return [None if (g := asker_groups(row)) is None else list(g) for row in questions.itertuples()]
 
 
+@logic
 def measure(
     strategy: Strategy,
     questions: pd.DataFrame,
@@ -105,6 +106,7 @@ def served_stamp(embedding_version: str, table: ServedTable) -> str:
     )
 
 
+@logic
 def verdict(frame: pd.DataFrame) -> dg.AssetCheckResult:
     problems = serving_problems(frame)
     at_k = frame[frame["k"] == RECALL_K]
@@ -119,6 +121,7 @@ def verdict(frame: pd.DataFrame) -> dg.AssetCheckResult:
     )
 
 
+@logic
 def served_rows(store: DataStore, model: Embedder, strategy: Strategy) -> LazyRows:
     """The rows the strategy's served table holds: its chunks with their vectors, read from the
     lane's embeddings as the table takes them, and the embedding_version that made them."""

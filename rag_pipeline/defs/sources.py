@@ -15,8 +15,15 @@ from rag_pipeline.defs.conditions import OBSERVE
 from rag_pipeline.defs.lineage import materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.core import content_version, rebuild_by_note
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.release import narrow_live
-from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, NotesSourceError, SourceNote, clean_note
+from rag_pipeline.lib.sources import (
+    CLEANER_VERSION,
+    READER_VERSION,
+    NotesSourceError,
+    SourceNote,
+    cleaned_rows,
+)
 
 SOURCE_FIELDS = [f.name for f in dataclasses.fields(SourceNote)]
 
@@ -55,6 +62,7 @@ def observe(
     return {HEAD: notes_repo.head(), QUESTIONS_FILE: questions.sha256()}
 
 
+@logic
 def note_commits(
     notes_repo: NotesRepository,
     commit: str,
@@ -75,6 +83,7 @@ def note_commits(
     return {p: found.get(p) or known.get(p) or commit for p in paths}
 
 
+@logic
 def known_notes(previous: pd.DataFrame | None) -> dict[tuple[str, str], SourceNote]:
     """The previous build's notes by (path, source_version), when the same reader made them."""
     if (
@@ -160,20 +169,6 @@ def withhold(
         metadata = {"live_withheld": len(revoked.notes), "narrowed": dg.MetadataValue.md(summary)}
         context.log_event(dg.AssetObservation(asset_key="release", metadata=metadata))
     return len(revoked.notes)
-
-
-def cleaned_rows(note: dict) -> list[dict]:
-    """The `cleaned_notes` row of a `source_notes` row (the plan chunks changed notes through it too)."""
-    cleaned = clean_note(note["raw"], note["title"])
-    fields = ("note", "path", "commit", "source_version", "note_commit", "title", "cleaner_version", "access")
-    return [
-        {k: note[k] for k in fields}
-        | {
-            "text": cleaned.text,
-            "n_chars": len(cleaned.text),
-            "sections": [s.__dict__ for s in cleaned.sections],
-        }
-    ]
 
 
 @stage_asset(

@@ -10,10 +10,11 @@ from typing import Any
 from rag_pipeline.lib.core import values
 
 # `RAG_*` variables read elsewhere that are not settings: `make run`'s verbose switch, the
-# differential test's seed and number of steps, where scripts/services.sh starts its servers, and
-# the build's instance a tuning trial's plan reads the measured embedding rate from
+# differential tests' seeds and sizes, where scripts/services.sh starts its servers, and the build's
+# instance a tuning trial's plan reads the measured embedding rate from
 OTHER_VARIABLES = frozenset(
     {"RAG_VERBOSE", "RAG_DIFF_SEED", "RAG_DIFF_STEPS", "RAG_SERVICES_DIR", "RAG_PG_PORT", "RAG_BUILD_HOME"}
+    | {"RAG_CODE_EDITS", "RAG_CODE_EDITS_SEED"}
 )
 
 

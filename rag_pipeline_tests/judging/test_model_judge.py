@@ -6,8 +6,9 @@ import re
 import pandas as pd
 
 from rag_pipeline.defs.resources import DataStore, JudgeResource
-from rag_pipeline.lib.answers import AnswerCache
-from rag_pipeline.lib.judging import PROMPT_DIGEST, item_scores, judge_all, make_judge
+from rag_pipeline.lib.answers import AnswerCache, OllamaLLM
+from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.judging import ModelJudge, item_scores, judge_all, make_judge
 from rag_pipeline.lib.judging.rubric import MAX_REASON
 from rag_pipeline.settings import Settings
 from rag_pipeline_tests.fakes.judge import FakeJudge
@@ -103,8 +104,9 @@ def test_a_flood_is_not_read_past_the_limit_and_a_reason_is_kept_short(tmp_path)
     assert "|reply=1048576|" in judge.judge_version  # another limit is another judge
 
 
-def test_judge_version_names_backend_model_digest_and_prompt(tmp_path):
+def test_judge_version_names_backend_model_digest_and_code(tmp_path):
+    """The model as its server names it, and the code that prompts it and reads its replies."""
     with FakeJudge() as server:
         judge = make_judge("ollama", tmp_path / "cache", url=server.url, model=MODEL)
     assert judge.judge_version.startswith(f"ollama:{MODEL}@{DIGEST}|")
-    assert judge.judge_version.endswith(f"|judge-prompt-{PROMPT_DIGEST}")
+    assert judge.judge_version.endswith(f"|judge@{fingerprint([ModelJudge, OllamaLLM])[:12]}")

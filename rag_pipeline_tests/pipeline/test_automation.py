@@ -38,8 +38,8 @@ def new_code(monkeypatch, name: str) -> None:
     """As if the code `name` runs had changed: its fingerprint (its code version) is another."""
     original = assets.fingerprint
 
-    def changed(objects):
-        return original(objects) + (
+    def changed(objects, **knobs):
+        return original(objects, **knobs) + (
             "-changed" if any(getattr(o, "__name__", "") == name for o in objects) else ""
         )
 

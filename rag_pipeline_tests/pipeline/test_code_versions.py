@@ -1,12 +1,14 @@
 """Code versions come from the code: in a copy of the package, a statement added to a metric changes
-the code version of the evaluation assets and of no chunks or embeddings asset; a comment or a
-docstring changes none. Each state's Definitions are loaded in a process of their own."""
+the code version of the evaluation assets and of no chunks or embeddings asset; a comment, a
+docstring or a setting's help text changes none. Each state's Definitions are loaded in a process of
+their own, with a cache of fingerprints of its own (the test's), or none."""
 
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,12 +24,14 @@ print(json.dumps({k.to_user_string(): graph.get(k).code_version for k in graph.m
 """
 
 
-def code_versions(root: Path, seed: str = "0", first: str = "") -> dict[str, str]:
-    """Each asset's code version in a new process, which runs `first` before it loads the definitions."""
+def code_versions(root: Path, seed: str = "0", first: str = "", cache: Path | None = None) -> dict[str, str]:
+    """Each asset's code version in a new process, which runs `first` before it loads the
+    definitions; `cache`: where it keeps fingerprints (default: a new directory, so none is kept)."""
+    cache = cache or Path(tempfile.mkdtemp(prefix="fingerprints-"))
     shown = subprocess.run(
         [sys.executable, "-c", first + SHOW],
         cwd=root,
-        env=os.environ | {"PYTHONPATH": str(root), "PYTHONHASHSEED": seed},
+        env=os.environ | {"PYTHONPATH": str(root), "PYTHONHASHSEED": seed, "XDG_CACHE_HOME": str(cache)},
         capture_output=True,
         text=True,
         check=True,
@@ -42,6 +46,48 @@ def first_function_edited(root: Path, addition: str) -> None:
     start = text.index("\ndef ")
     body = text.index('"""', text.index('"""', start) + 3) + 3
     path.write_text(text[:body] + "\n" + addition + text[body:])
+
+
+NO_LOGIC = {  # file: (text, another text)
+    "rag_pipeline/settings/__init__.py": (
+        '"comma-separated strategy names (default: the built-in six)"',
+        '"strategy names, separated by commas"',
+    ),
+    # how fingerprints are kept: the code that names code is no logic of what it names
+    "rag_pipeline/lib/core/codestate.py": ("KEEP_STATES = 16", "KEEP_STATES = 17"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(NO_LOGIC))
+def test_a_settings_help_text_or_the_fingerprints_cache_changes_no_code_version(tmp_path, path):
+    """The settings table is no logic: a setting enters a version only as the value an asset reads."""
+    root = tmp_path / "copy"
+    shutil.copytree(PACKAGE, root / "rag_pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    before = code_versions(root)
+    text, other = NO_LOGIC[path]
+    assert text in (root / path).read_text()
+    (root / path).write_text((root / path).read_text().replace(text, other))
+    assert code_versions(root) == before
+
+
+def test_fingerprints_made_as_modules_load_are_those_made_after(tmp_path):
+    """A module's versions computed as it loads (the cleaner's, the reader's, the prompt's) read only
+    modules loaded whole: the same digests as computed once everything is loaded."""
+    check = """
+from rag_pipeline.lib.core import fingerprint as fp
+from rag_pipeline.lib.answers import PROMPT_VERSION, make_prompt
+from rag_pipeline.lib.questions.generate import OFFLINE, offline_candidates
+from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, cleaned_rows, read_notes
+import rag_pipeline.definitions
+fp.forget()
+fp.KEPT.path = fp.KEPT.path.with_name("after.json")
+assert CLEANER_VERSION == f"clean@{fp.fingerprint([cleaned_rows])}"
+assert READER_VERSION == f"reader@{fp.fingerprint([read_notes])}"
+assert PROMPT_VERSION == f"answer-prompt@{fp.fingerprint([make_prompt])}"
+assert OFFLINE == f"offline@{fp.fingerprint([offline_candidates])[:12]}"
+"""
+    env = os.environ | {"XDG_CACHE_HOME": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", check], env=env, check=True)
 
 
 @pytest.mark.slow

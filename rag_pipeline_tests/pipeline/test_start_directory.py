@@ -35,7 +35,7 @@ def test_make_run_from_another_directory_with_relative_paths(notes_repo, questio
     assert failed.returncode == 1, failed.stdout + failed.stderr
     line = next((line for line in failed.stdout.splitlines() if "FAILED" in line), failed.stdout)
     assert re.fullmatch(
-        r"  FAILED  chunks_whole: strategy 'whole' \(python:callable=chunkers:spans,version=src-\w+\), "
+        r"  FAILED  chunks_whole: strategy 'whole' \(python:callable=chunkers:spans,version=src-\w+@\w+\), "
         r"note '[\w-]+': the chunker raised KeyError: 'heading'; fix the function \(or the note\)",
         line,
     ), line

@@ -27,6 +27,7 @@ from rag_pipeline.lib.questions import (
     verify,
     with_access,
 )
+from rag_pipeline.lib.questions.generate import OFFLINE
 from rag_pipeline.lib.sources import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS, BUNDLED_QUESTIONS
 from rag_pipeline_tests.support.gold import EXCLUDE, GLOB
@@ -56,7 +57,7 @@ def test_offline_generate_writes_100_verified_questions_on_the_bundled_corpus(
     assert len(kept) == 100 and len(leaks) == 4
     assert {q["category"] for q in kept} == set(OFFLINE_CATEGORIES)
     for q in items:
-        assert q["generated"] is True and q["generator"] == "offline-v1"
+        assert q["generated"] is True and q["generator"] == OFFLINE
         if q["slug"] is None:  # a leak test, or an unanswerable question
             continue
         assert q["commit"] == head and notes[q["slug"]].text.count(q["evidence"]) == 1, q

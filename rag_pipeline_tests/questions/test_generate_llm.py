@@ -11,6 +11,8 @@ import pytest
 
 from rag_pipeline.cli.gold import main
 from rag_pipeline.lib.questions import notes_at
+from rag_pipeline.lib.questions.generate import OFFLINE
+from rag_pipeline.lib.questions.prompted import GENERATOR
 from rag_pipeline.lib.sources import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS
 from rag_pipeline_tests.fakes.llm import MODEL, FakeLLM
@@ -99,9 +101,9 @@ def test_llm_generation_verifies_counts_malformed_replies_and_asks_once(
         notes = {n.slug: n for n in notes_at(bundled.head.commit, GLOB, ["_index.md"])}
         for q in items:
             if q["category"] == "unauthorized":
-                assert q["generator"] == "offline-v1"  # leak tests are never prompted for
+                assert q["generator"] == OFFLINE  # leak tests are never prompted for
                 continue
-            assert q["generator"].startswith(f"llm-v1 openai:{MODEL}@")
+            assert q["generator"].startswith(f"{GENERATOR} openai:{MODEL}@")
             if q["slug"]:
                 assert notes[q["slug"]].text.count(q["evidence"]) == 1
             else:

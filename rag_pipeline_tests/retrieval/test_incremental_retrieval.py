@@ -83,7 +83,7 @@ class Counting:
 
 def test_incremental_retrieval_equals_a_fresh_build_across_edits(tmp_path, monkeypatch):
     counting = Counting()
-    analyzer = Analyzer("char", "char-counted-v1", counting.tokens)
+    analyzer = Analyzer("char", counting.tokens)
     scored: list[tuple[str, int, int]] = []  # (what, questions, chunks) of every dense scoring
     real_scores, real_top_k = incremental_retrieval.dense_scores, incremental_retrieval.top_k
     monkeypatch.setattr(

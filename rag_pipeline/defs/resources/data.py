@@ -14,6 +14,7 @@ from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.runs import DATA_DIR_TAG, refusal, settings_tags
 from rag_pipeline.lib.core import AnyPath, Location, location, read_frame, shown_path, write_frame
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.questions import Question, load_questions, questions_bytes
 from rag_pipeline.lib.sources import (
     SourceNote,
@@ -87,6 +88,7 @@ class DataStore(FromSettings):
         return path
 
 
+@logic
 class NotesRepository(FromSettings):
     """A git repository of Markdown notes, read at one commit from its tree.
 
@@ -144,6 +146,7 @@ class NotesRepository(FromSettings):
         return last_changes(self.open(), commit, paths, since)
 
 
+@logic
 class QuestionsFile(FromSettings):
     """The gold questions; `invalid` says what a bad evidence label does: `fail` the run, or `skip`
     the question (counted as `n_invalid` in every report); `test_share` puts about that share of the

@@ -12,8 +12,9 @@ import pandas as pd
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.resources.data import DataStore
-from rag_pipeline.lib.answers import LLM, PROMPT_VERSION, make_llm
+from rag_pipeline.lib.answers import LLM, make_llm
 from rag_pipeline.lib.core import AnyPath, write_bytes
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.embedding import (
     Embedder,
     Kind,
@@ -24,13 +25,14 @@ from rag_pipeline.lib.embedding import (
     embedder_backend,
     make_embedder,
 )
-from rag_pipeline.lib.judging import PROMPT_DIGEST, RULES_DIGEST, Judge, make_judge
+from rag_pipeline.lib.judging import Judge, make_judge
 
 DEFAULT_CHAT_MODELS = {"ollama": "qwen3:4b"}
 # how fast or patiently vectors are fetched: no part of what they are
 FETCHING = {"store", "batch_size", "concurrency", "timeout", "max_retries", "threads", "api_key_env"}
 
 
+@logic
 @cache
 def _embedder(options: str, identities: AnyPath) -> Embedder:
     """One embedder per configuration and data directory per process (a model loads, a client pools, once).
@@ -50,6 +52,7 @@ def _embedder(options: str, identities: AnyPath) -> Embedder:
     return make_embedder(**settings, identity=known.get(key), on_identity=remember)
 
 
+@logic
 class EmbedderResource(FromSettings):
     """The passage and query embedder.
 
@@ -120,6 +123,7 @@ class EmbedderResource(FromSettings):
         return vectors, embedded
 
 
+@logic
 class AnswerResource(FromSettings):
     """The answerer: `extractive` (no model; `model` names the embedder that picks the sentence,
     `hashing` by default so `make run` stays cheap) or a chat server, `ollama` or `openai`."""
@@ -135,11 +139,10 @@ class AnswerResource(FromSettings):
     concurrency: int = 1
 
     def version(self) -> str:
-        """What the answers depend on (not how patiently they are fetched), the prompt's version with it:
-        a changed prompt answers again, in a fresh build and an incremental one alike."""
+        """The settings the answers depend on (not how patiently they are fetched); the prompt and
+        the answerer's code are in the code version (this class is logic)."""
         return config_digest(
-            self.model_dump(include={"backend", "url", "model", "runs", "repeats", "max_reply"}),
-            PROMPT_VERSION,
+            self.model_dump(include={"backend", "url", "model", "runs", "repeats", "max_reply"})
         )
 
     def get(self) -> LLM:
@@ -148,6 +151,7 @@ class AnswerResource(FromSettings):
         return make_llm(self.backend, **chat_options(self))
 
 
+@logic
 def chat_options(resource: "AnswerResource | JudgeResource") -> dict:
     """A chat backend's options from a resource's fields: its server, model and patience."""
     return {
@@ -161,6 +165,7 @@ def chat_options(resource: "AnswerResource | JudgeResource") -> dict:
     }
 
 
+@logic
 class JudgeResource(FromSettings):
     """The judge of answers: `rules` (offline) or a chat server, `ollama` or `openai`, asked
     `repeats` times (0: the judge's default); `labels` the people's labels file, if any."""
@@ -185,11 +190,12 @@ class JudgeResource(FromSettings):
         return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "missing"
 
     def version(self) -> str:
-        """What the judgments depend on: the judge, its repeats and bias sample, the labels' bytes (a
-        labels file edited is a new code version, so the automation judges again), and the digests of
-        the rubric and prompt and of the rules' code."""
+        """The settings the judgments depend on: the judge, its repeats and bias sample, the bytes of
+        a reply read, and the labels' bytes (a labels file edited is a new code version, so the
+        automation judges again); the rubric, the prompt and the rules are in the code version (this
+        class is logic)."""
         judge = self.model_dump(include={"backend", "url", "model", "repeats", "bias_sample", "max_reply"})
-        return config_digest(judge, self.labels_sha256(), PROMPT_DIGEST, RULES_DIGEST)
+        return config_digest(judge, self.labels_sha256())
 
     def get(self) -> Judge:
         options = {} if self.backend == "rules" else chat_options(self)

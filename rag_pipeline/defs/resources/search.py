@@ -8,12 +8,14 @@ import dagster as dg
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.resources.data import DataStore
+from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.evaluation import Budgets, Prices, read_prices
 from rag_pipeline.lib.retrieval import HttpReranker, RetrievalSettings, RetrieverSpec, parse_retriever
 from rag_pipeline.lib.serving import AnnConfig, Store, served_store
 from rag_pipeline.settings import BUNDLED_PRICES
 
 
+@logic
 class RetrievalResource(FromSettings):
     """Which retriever configurations run on every strategy, and their settings (see lib/retrieval)."""
 
@@ -60,6 +62,7 @@ class RetrievalResource(FromSettings):
         )
 
 
+@logic
 class ServingResource(FromSettings):
     """The served tables: searched exactly below `ann_min_rows` rows, through an IVF-PQ index above."""
 
@@ -72,6 +75,7 @@ class ServingResource(FromSettings):
         return AnnConfig(min_rows=self.ann_min_rows)
 
 
+@logic
 class ServedStore(FromSettings):
     """The served tables behind the store seam (`lib/serving/store.py`): `get()` is the store the data
     directory's tables are in (LanceDB's, under `lancedb/`), which opens, syncs, tags and searches them."""
@@ -82,6 +86,7 @@ class ServedStore(FromSettings):
         return served_store(self.store.path())
 
 
+@logic
 class ReleaseResource(FromSettings):
     """Which run the application serves, how much worse a new index may be before it is held back, and
     what a configuration may cost (`RAG_BUDGET_*`, None: no budget; at the prices of `RAG_PRICES`, see

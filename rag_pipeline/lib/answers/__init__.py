@@ -1,6 +1,6 @@
 """Answers with citations: prompts, the answer backends, the answer cache, scoring."""
 
-from rag_pipeline.lib.answers.cache import AnswerCache, answer_all, reply_texts
+from rag_pipeline.lib.answers.cache import AnswerCache, answer_all, reply_texts, reuse_line
 from rag_pipeline.lib.answers.llm import (
     LLM,
     ChatLLM,
@@ -54,6 +54,7 @@ __all__ = [
     "parse_reply",
     "prompt_units",
     "reply_texts",
+    "reuse_line",
     "score_answers",
     "sentences",
     "split_thinking",

@@ -1,9 +1,9 @@
 """Answer backends behind one small interface: `extractive` (no model), Ollama's `/api/chat` and the
 `/v1/chat/completions` of any OpenAI-compatible server.
 
-`llm_version` names everything that changes an answer: backend, model (and its digest where the
-server gives one), sampling settings, the bytes of a reply read and the prompt version; the answer
-cache is keyed by it. A model's thinking (Ollama's `thinking` field, `reasoning_content`, or
+`llm_version` names everything that changes an answer: backend, the model as its server names it,
+sampling, the bytes of a reply read, the prompt version and the answerer's code (`code_of`); the
+answer cache is keyed by it. A model's thinking (Ollama's `thinking` field, `reasoning_content`, or
 `<think>...</think>` in the content) is kept apart from the answer.
 """
 
@@ -21,6 +21,7 @@ import numpy as np
 from rag_pipeline.lib.answers.prompts import ABSTAIN, PROMPT_VERSION, Prompt
 from rag_pipeline.lib.answers.scoring import Reply, without_citations
 from rag_pipeline.lib.core import SENTENCE_END, JsonClient, ServerError, bearer, without_v1
+from rag_pipeline.lib.core.fingerprint import code_of
 from rag_pipeline.lib.embedding import Embedder
 
 THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -105,7 +106,10 @@ class ChatLLM(LLM):
 
     @property
     def llm_version(self) -> str:
-        return f"{self.model_version}|{self.sampling.version()}|reply={self.http.max_bytes}|{PROMPT_VERSION}"
+        return (
+            f"{self.model_version}|{self.sampling.version()}|reply={self.http.max_bytes}|{PROMPT_VERSION}"
+            f"|code={code_of(self)}"
+        )
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
         try:
@@ -144,11 +148,10 @@ class OllamaLLM(ChatLLM):
                     404,
                 ) from exc
             raise
-        # without a digest, what shapes the answers (weights' info, template, parameters) stands in for it
+        # without a digest: the server, and what shapes the answers (weights' info, template, ...)
         shaping = {k: show.get(k) for k in ("model_info", "template", "parameters", "modified_at")}
-        self.digest = (
-            show.get("digest")
-            or "sha256:"
+        self.digest = show.get("digest") or (
+            f"{self.url}|sha256:"
             + hashlib.sha256(json.dumps(shaping, sort_keys=True, default=str).encode()).hexdigest()[:12]
         )
 
@@ -185,8 +188,8 @@ class OpenAILLM(ChatLLM):
     """`/v1/chat/completions` of any OpenAI-compatible server (vLLM, llama.cpp, LM Studio, ...).
 
     The API key is read from the variable `api_key_env` names and only ever sent as a header.
-    `revision` names the model build in llm_version (the protocol gives no digest). A base URL
-    ending in `/v1` (as the OpenAI SDKs take it) is used without it."""
+    `revision` names the model build in llm_version (the protocol gives no digest), else the server's
+    URL does. A base URL ending in `/v1` (as the OpenAI SDKs take it) is used without it."""
 
     backend = "openai"
 
@@ -205,7 +208,7 @@ class OpenAILLM(ChatLLM):
 
     @property
     def model_version(self) -> str:
-        return f"openai:{self.model}@{self.revision or 'unversioned'}"
+        return f"openai:{self.model}@{self.revision or self.url}"
 
     def answer(self, prompt: Prompt, repeat: int = 0) -> Reply:
         body: dict[str, Any] = {
@@ -270,7 +273,7 @@ class ExtractiveLLM(LLM):
 
     @property
     def llm_version(self) -> str:
-        return f"extractive:{self.model}|min_score={self.min_score}|{PROMPT_VERSION}"
+        return f"extractive:{self.model}|min_score={self.min_score}|{PROMPT_VERSION}|code={code_of(self)}"
 
     def best(self, prompt: Prompt) -> tuple[float, int, str] | None:
         """(cosine, unit number, sentence) of the best sentence, None without a sentence."""

@@ -7,14 +7,11 @@ from rag_pipeline.lib.chunking.chunkers import (
     Strategy,
     chunk_cleaned_note,
     chunk_note,
-    fixed_spans,
     fixed_strategy,
-    recursive_spans,
-    section_split_spans,
     stable_id,
-    top_sections,
 )
 from rag_pipeline.lib.chunking.coverage import coverage_problems
+from rag_pipeline.lib.chunking.spans import fixed_spans, recursive_spans, section_split_spans, top_sections
 from rag_pipeline.lib.chunking.strategy_file import (
     StrategyError,
     load_strategies,

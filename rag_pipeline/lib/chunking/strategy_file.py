@@ -2,7 +2,8 @@
 
 A strategy file holds `[[strategy]]` tables, each with a `name`, a `kind` and the kind's
 parameters. Every strategy's version spells out its kind and parameters (for `python`, the
-given `version` or a hash of the function's source), so editing one entry makes only its lane stale.
+given `version` or a hash of the function's source) and the fingerprint of the code that makes its
+chunks, so editing one entry makes only its lane stale.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ else:  # pragma: no cover - the stdlib module arrived in 3.11
 from rag_pipeline.lib.chunking.chunkers import (
     STRATEGIES,
     Strategy,
+    chunk_cleaned_note,
     fixed_strategy,
     recursive_strategy,
     section_split_strategy,
     section_strategy,
 )
+from rag_pipeline.lib.core.fingerprint import fingerprint
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 
@@ -123,7 +126,8 @@ def _python(name: str, e: _Entry) -> Strategy:
         except (OSError, TypeError) as err:
             e.fail(f"cannot read the source of `callable` {target!r} ({err}); give a `version` instead")
         version = "src-" + hashlib.sha256(source.encode()).hexdigest()[:12]
-    return Strategy(name, f"python:callable={target},version={version}", found, e.flag("overlapping"))
+    rows = fingerprint([chunk_cleaned_note])  # the code that makes rows of its spans
+    return Strategy(name, f"python:callable={target},version={version}@{rows}", found, e.flag("overlapping"))
 
 
 KINDS: dict[str, tuple[tuple[str, ...], Callable[[str, _Entry], Strategy]]] = {

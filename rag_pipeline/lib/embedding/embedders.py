@@ -1,8 +1,8 @@
 """Embedding backends behind one small interface.
 
 `embedding_version` names everything that changes a vector (backend, model and its
-digest, dimension, normalisation, prefixes); vectors are stored under it, so two
-embedders' vectors never mix.
+digest, the embedder's code as its fingerprint, dimension, normalisation, prefixes); vectors are
+stored under it, so two embedders' vectors never mix and an edited embedder's never stand.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+
+from rag_pipeline.lib.core.fingerprint import code_of
 
 Kind = Literal["query", "passage"]
 
@@ -77,15 +79,16 @@ def progress_reporter(
 class Embedder(ABC):
     backend: str
     model: str
-    model_digest: str
+    model_digest: str = ""  # the model's own identity (its weights' digest, what its server says)
     dim: int
     query_prefix: str = ""
     passage_prefix: str = ""
 
     @property
     def embedding_version(self) -> str:
+        model = f"{self.model_digest}+" if self.model_digest else ""
         return (
-            f"{self.backend}:{self.model}@{self.model_digest}|dim={self.dim}|l2"
+            f"{self.backend}:{self.model}@{model}code-{code_of(self)}|dim={self.dim}|l2"
             f"|q={self.query_prefix!r}|p={self.passage_prefix!r}"
         )
 
@@ -173,8 +176,7 @@ class HashingEmbedder(Embedder):
     Useful as a floor to compare a semantic embedder against, and for quick runs.
     """
 
-    backend = "hashing"
-    model_digest = "v1"
+    backend = "hashing"  # no model: its code is all there is
 
     def __init__(self, dim: int = 512, ngrams: tuple[int, ...] = (1, 2, 3)):
         self.dim = dim

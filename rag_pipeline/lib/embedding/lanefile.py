@@ -29,6 +29,7 @@ from rag_pipeline.lib.core import (
     vector_matrix,
     write_batches,
 )
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.embedding.embedders import vector_problems
 from rag_pipeline.lib.embedding.vectorstore import VectorStore
 
@@ -179,7 +180,9 @@ class LaneWriter:
         fields = [("chunk_id", pa.string()), ("text_hash", pa.string()), ("vector", vector)]
         if ctx_hashes is not None:
             fields += [("text_hash_ctx", pa.string()), ("vector_ctx", vector)]
-        metadata = {"embedding_version": embedding_version, "dim": str(dim)}
+        # the vectors' version and the code that writes the buckets: a bucket of another is written again
+        code = fingerprint([LaneWriter])
+        metadata = {"embedding_version": embedding_version, "dim": str(dim), "code": code}
         self.schema = pa.schema(fields, metadata=metadata)
         bucket = note_buckets(notes, BUCKETS)
         self.buckets = []
@@ -196,7 +199,7 @@ class LaneWriter:
             if path.exists():
                 held = parquet_file(path)
                 metadata = held.schema_arrow.metadata or {}
-                if metadata.get(b"embedding_version") != self.schema.metadata[b"embedding_version"]:
+                if any(metadata.get(k) != self.schema.metadata[k] for k in (b"embedding_version", b"code")):
                     held = None
         except (OSError, pa.ArrowException):
             held = None  # unreadable: written again

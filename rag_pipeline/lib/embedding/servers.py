@@ -191,13 +191,9 @@ class OllamaEmbedder(HttpEmbedder):
                 f"{self.where()}: the /api/show reply is not a JSON object; does RAG_EMBED_URL point at {OLLAMA_API}?"
             )
         info = show.get("model_info") or {}
-        digest = (
-            show.get("digest")
-            or "sha256:"
-            + hashlib.sha256(
-                json.dumps({"info": info, "modified_at": show.get("modified_at")}, sort_keys=True).encode()
-            ).hexdigest()[:12]
-        )
+        # without a digest, the server and what it says of the weights stand in for it
+        shown = json.dumps({"info": info, "modified_at": show.get("modified_at")}, sort_keys=True)
+        digest = show.get("digest") or f"{self.url}|sha256:{hashlib.sha256(shown.encode()).hexdigest()[:12]}"
         dims = [v for k, v in info.items() if k.endswith(".embedding_length")]
         dim = int(dims[0]) if dims else len(self._embed(["dimension probe"], "passage")[0])
         return {"digest": digest, "dim": dim}
@@ -250,10 +246,11 @@ class OpenAIEmbedder(HttpEmbedder):
         self.model_revision = model_revision
 
     def probe(self) -> Identity:
-        # the model the server says it serves names the build, unless the user gives a revision
+        # the revision the user gives names the build; else the server and the model it says it serves
         answer = self._request(["probe"], "passage")
         dim = int(self._vectors(answer).shape[1])  # checks the reply's shape first
-        return {"digest": self.model_revision or str(answer.get("model") or self.model), "dim": dim}
+        served = f"{self.url}|{answer.get('model') or self.model}"
+        return {"digest": self.model_revision or served, "dim": dim}
 
     def _request(self, texts: list[str], kind: Kind) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "encoding_format": "float"}

@@ -1,4 +1,6 @@
-"""Content-addressed vector store: (embedding_version, hash of the exact text embedded) -> vector.
+"""Content-addressed vector store: (embedding_version, hash of the exact text embedded) -> vector;
+the store's key is the embedding_version (the embedder's code among it) and the fingerprint of the
+code that writes and reads the rows.
 
 Vectors live in immutable Parquet segments (see segments.py): a run reads the vectors it asks
 for, never the whole store, and each flush is a new segment, so a run killed half-way keeps
@@ -24,6 +26,7 @@ from rag_pipeline.lib.core import (
     vector_matrix,
     version_dir,
 )
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.embedding.embedders import Embedder, EmbeddingError, Kind
 
 Progress = Callable[[int, int], None]
@@ -36,9 +39,13 @@ class VectorStore(SegmentStore):
     def __init__(self, root: str | AnyPath, embedding_version: str, dim: int):
         self.embedding_version = embedding_version
         self.dim = dim
-        super().__init__(
-            version_dir(root, embedding_version, {"embedding_version": embedding_version, "dim": dim})
-        )
+        manifest = {"embedding_version": embedding_version, "dim": dim}
+        super().__init__(version_dir(root, self.key(embedding_version), manifest))
+
+    @staticmethod
+    def key(embedding_version: str) -> str:
+        """The store's version: the vectors' embedding_version and the code that keeps a vector."""
+        return f"{embedding_version}|rows@{fingerprint([VectorStore.vectors, VectorStore.put])[:12]}"
 
     def vectors(self, hashes: list[str]) -> np.ndarray:
         """One row per hash, in order; KeyError if one is not stored."""

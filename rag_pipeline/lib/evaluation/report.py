@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.evaluation.budgets import Costs, budgeted_verdict, with_costs
 from rag_pipeline.lib.evaluation.markdown import SHOWN, folded_md, key_md, provenance_md, to_markdown
 from rag_pipeline.lib.evaluation.metrics import DEPTH, HEADLINE_BUDGET, question_counts
@@ -97,7 +98,8 @@ class Report:
 
 
 class Drawn:
-    """Plots by a digest of the function and everything it draws from (matplotlib's version too):
+    """Plots by a digest of the function's code (its fingerprint) and everything it draws from
+    (matplotlib's version too):
     a report whose plotted numbers did not change takes its PNGs from `known` rather than
     rendering them again (matplotlib is most of a report's cost). `used` is what this report drew."""
 
@@ -106,7 +108,7 @@ class Drawn:
 
     def __call__(self, render: Callable[..., bytes | tuple[bytes, ...]], *args: object) -> tuple[bytes, ...]:
         """`render(*args)`'s PNGs as a tuple, rendered only when not known."""
-        what = (render.__module__, render.__qualname__, metadata.version("matplotlib"), args)
+        what = (fingerprint([render]), metadata.version("matplotlib"), args)
         key = hashlib.sha256(pickle.dumps(what, protocol=5)).hexdigest()
         if key not in self.known:
             made = render(*args)

@@ -13,7 +13,9 @@ reversed verdicts that differ is read against the share of two verdicts in the s
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,21 +23,15 @@ from typing import Any
 
 import pandas as pd
 
-from rag_pipeline.lib.answers import ChatLLM, LLMError, Prompt, Reply, answer_all, make_llm
+from rag_pipeline.lib.answers import ChatLLM, LLMError, Prompt, Reply, answer_all, make_llm, reuse_line
 from rag_pipeline.lib.core import text_hash
-from rag_pipeline.lib.core.fingerprint import fingerprint
+from rag_pipeline.lib.core.fingerprint import code_of, fingerprint
 from rag_pipeline.lib.core.http import TooLong
 from rag_pipeline.lib.judging import rules
 from rag_pipeline.lib.judging.items import Item
-from rag_pipeline.lib.judging.rubric import (
-    CRITERIA,
-    INVALID,
-    PROMPT_DIGEST,
-    TOO_LONG,
-    judge_prompt,
-    parse_verdict,
-)
+from rag_pipeline.lib.judging.rubric import CRITERIA, INVALID, TOO_LONG, judge_prompt, parse_verdict
 
+log = logging.getLogger("rag_pipeline.judging")
 Verdict = tuple[str, str]  # (yes | no | invalid, reason)
 RUN = ["strategy", "retriever", "llm_version"]
 # answers/judgments.parquet (a contract)
@@ -51,8 +47,6 @@ JUDGMENT_COLUMNS = [
     "verdict",
     "reason",
 ]
-# the rules' own code stands for their prompt: a changed rule is a new judge_version
-RULES_DIGEST = fingerprint([rules.RULES])[:8]
 
 
 class Judge(ABC):
@@ -82,7 +76,7 @@ class RulesJudge(Judge):
 
     @property
     def judge_version(self) -> str:
-        return f"rules|rubric-{PROMPT_DIGEST}|rules-{RULES_DIGEST}"
+        return f"rules@{code_of(self)}"  # the rules' code
 
     def by_construction(self, llm_version: str, criterion: str) -> bool:
         return criterion in rules.BY_CONSTRUCTION.get(llm_version.split(":", 1)[0].split("|", 1)[0], ())
@@ -98,18 +92,23 @@ class ModelJudge(Judge):
 
     def __init__(self, llm: ChatLLM, cache_dir: Path):
         self.llm, self.cache_dir, self.backend = llm, cache_dir, llm.backend
+        self.reused: Counter[str] = Counter()  # verdicts read that another server gave, by server
 
     @property
     def judge_version(self) -> str:
+        """The model as its server names it, how it samples, the bytes of a reply read, and the code:
+        the verdict cache's key."""
+        code = fingerprint([ModelJudge, type(self.llm)])[:12]  # the prompt, how a reply is read, the client
         llm = self.llm
-        return (
-            f"{llm.model_version}|{llm.sampling.version()}|reply={llm.http.max_bytes}|"
-            f"judge-prompt-{PROMPT_DIGEST}"
-        )
+        return f"{llm.model_version}|{llm.sampling.version()}|reply={llm.http.max_bytes}|judge@{code}"
 
     @property
     def concurrency(self) -> int:  # prompts asked at once (`answer_all` asks the judge as a model)
         return self.llm.concurrency
+
+    @property
+    def url(self) -> str:  # the server the cached verdicts name
+        return self.llm.url
 
     def answer(self, prompt: Prompt, repeat: int = 0) -> Reply:
         """The judge model's reply; one longer than RAG_MAX_REPLY (not read past it) is a reply that
@@ -123,7 +122,9 @@ class ModelJudge(Judge):
 
     def verdicts(self, items, criterion, repeat, reverse=False):
         prompts = [Prompt(i.question_id, i.question, (), judge_prompt(i, criterion, reverse)) for i in items]
-        replies, asked = answer_all(self, prompts, self.cache_dir, repeat=repeat, version=self.judge_version)
+        replies, asked = answer_all(
+            self, prompts, self.cache_dir, repeat=repeat, version=self.judge_version, reused=self.reused
+        )
         return [parse_verdict(r.text) for r in replies], asked
 
 
@@ -190,6 +191,8 @@ def judge_all(judge: Judge, items: Sequence[Item], repeats: int, bias_sample: in
     constructed = {
         (i.llm_version, c) for i in items for c in CRITERIA if judge.by_construction(i.llm_version, c)
     }
+    if getattr(judge, "reused", None):  # one line for the run: a model judge's verdicts of another server
+        log.warning(reuse_line(judge.reused, judge.llm.url, judge.judge_version))
     return Judged(frame, flips, asked + n, constructed)
 
 

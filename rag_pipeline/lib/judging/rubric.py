@@ -14,7 +14,6 @@ import json
 
 from rag_pipeline.lib.answers import ABSTAIN
 from rag_pipeline.lib.core import Fence, clipped
-from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.judging.items import ANSWERABLE, Item
 
 YES, NO, INVALID = "yes", "no", "invalid"
@@ -104,8 +103,3 @@ def parse_verdict(reply: str) -> tuple[str, str]:
     ):
         return INVALID, f'not {{"verdict": "yes"|"no", "reason": "..."}}: {text[:120]!r}'
     return found["verdict"], clipped(found["reason"], MAX_REASON)
-
-
-# what a model judge is sent and how its reply is read (the rubric, the template and the code), as a
-# digest: the prompt's part of `judge_version`
-PROMPT_DIGEST = fingerprint([judge_prompt, parse_verdict])[:8]

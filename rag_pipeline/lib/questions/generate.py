@@ -25,9 +25,9 @@ from dataclasses import dataclass, replace
 
 import git
 
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.sources import Section, clean_note, read_notes
 
-OFFLINE = "offline-v1"
 KEYWORD, IDENTIFIER, NUMBER, TABLE, CROSS_LINGUAL = (
     "keyword-lookup",
     "identifier-lookup",
@@ -276,3 +276,7 @@ def with_groups(candidate: Candidate, access: dict[str, tuple[str, ...]]) -> Can
     """The candidate asked by a member of its notes' groups (no groups: a public note)."""
     groups = sorted({g for slug in (candidate.slug, candidate.slug2) if slug for g in access.get(slug, ())})
     return candidate if not groups else replace(candidate, groups=tuple(groups))
+
+
+# which code wrote an offline candidate (its `generator`): the offline generators' fingerprint
+OFFLINE = f"offline@{fingerprint([offline_candidates])[:12]}"

@@ -20,12 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag_pipeline.lib.core import Fence
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.questions.generate import Candidate, Note, body
 from rag_pipeline.lib.sources import Section
 
 PARAPHRASE, MULTI, UNANSWERABLE = "paraphrase", "multi-section", "unanswerable"
 LLM_CATEGORIES = (PARAPHRASE, MULTI, UNANSWERABLE)
-GENERATOR = "llm-v1"
 INTRO = "You write test questions for a search system over technical notes.\n"
 SECTION_CHARS = 1200  # of a section's text in a prompt; enough for a few facts
 MIN_SECTION = 80
@@ -174,3 +174,7 @@ def llm_candidates(
         else:
             candidates.append(made)
     return candidates, rejected, sent
+
+
+# which code made a chat model's candidate (its `generator`, with the model's llm_version)
+GENERATOR = f"llm@{fingerprint([llm_candidates])[:12]}"

@@ -19,6 +19,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from rag_pipeline.lib.core import AnyPath, read_arrow, write_arrow
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.retrieval.chunk_index import ChunkIndex
 from rag_pipeline.lib.retrieval.lexical import BM25, count_terms, term_matrix
 
@@ -40,7 +41,9 @@ def question_bm25(index: ChunkIndex, contextual: bool, queries: list[list[str]],
     inverse, unique = pd.factorize(np.asarray(index.text_hashes(contextual), dtype=object))
     first = np.flatnonzero(~pd.Series(inverse).duplicated().to_numpy())
     wanted = sorted({t for q in queries for t in q})
-    stamp = json.dumps({"analyzer": index.analyzer.version, "contextual": contextual})
+    # the analyzer, and the code that keeps and reads the columns
+    code = fingerprint([question_bm25])
+    stamp = json.dumps({"analyzer": index.analyzer.version, "contextual": contextual, "code": code})
     kept = load_columns(path, stamp)
     if kept is None or not set(wanted) <= set(kept.terms):
         columns = counted(index, contextual, first, wanted)

@@ -3,8 +3,9 @@
 Whitespace tokenizers find almost nothing in Japanese (no spaces between words), which
 silently turns a "hybrid" retriever into dense-only. The default analyzer emits character
 2- and 3-grams of every run of non-space characters plus whole ASCII words (identifiers,
-error codes); `sudachi` is a morphological option. An analyzer's `version` is part of the
-index's identity.
+error codes); `sudachi` is a morphological option. An analyzer's `version` (the fingerprint of its
+tokenizer's code, and the versions of the libraries it runs) is part of the index's identity and
+the key of the term counts kept per text.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.retrieval.dense import Mask, best
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
@@ -34,8 +36,12 @@ def normalize(text: str) -> str:
 @dataclass(frozen=True)
 class Analyzer:
     name: str
-    version: str
     tokens: Callable[[str], list[str]]
+    outside: str = ""  # what the tokens depend on outside the project (a library's version)
+
+    @property
+    def version(self) -> str:
+        return f"{self.name}@{fingerprint([self.tokens], deps=[self.outside])}"
 
 
 def char_ngrams(text: str, ns: tuple[int, ...] = (2, 3)) -> list[str]:
@@ -72,17 +78,17 @@ def sudachi_tokens(text: str) -> list[str]:
     ]
 
 
-def sudachi_version() -> str:
+def sudachi_packages() -> str:
     from importlib.metadata import version
 
-    return f"sudachi-{version('sudachipy')}+core-{version('sudachidict-core')}:B:content-v1"
+    return f"sudachipy-{version('sudachipy')}+sudachidict-core-{version('sudachidict-core')}"
 
 
 def make_analyzer(name: str) -> Analyzer:
     if name == "char":
-        return Analyzer("char", "char-2-3gram+ascii-words-v1", char_ngrams)
+        return Analyzer("char", char_ngrams)
     if name == "sudachi":
-        return Analyzer("sudachi", sudachi_version(), sudachi_tokens)
+        return Analyzer("sudachi", sudachi_tokens, sudachi_packages())
     raise ValueError(f"unknown analyzer {name!r}; choose 'char' or 'sudachi'")
 
 

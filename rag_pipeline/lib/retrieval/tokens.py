@@ -1,4 +1,6 @@
-"""Content-addressed term counts: (analyzer version, hash of the exact text) -> {term: count}.
+"""Content-addressed term counts: (analyzer version, hash of the exact text) -> {term: count}; the
+store's key is the analyzer's version (its tokenizer's fingerprint) and the fingerprint of the code
+that counts, writes and reads the rows.
 
 BM25's statistics (N, average length, document frequencies) change with every edit, but a
 text's term counts do not: they are kept in immutable Parquet segments under
@@ -12,6 +14,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from rag_pipeline.lib.core import AnyPath, SegmentStore, text_hash, version_dir
+from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.retrieval.lexical import BM25, Analyzer, count_terms, term_matrix
 
 
@@ -25,8 +28,13 @@ class TokenStore(SegmentStore):
 
     def __init__(self, root: str | AnyPath, analyzer: Analyzer):
         self.analyzer = analyzer
+        rows = fingerprint([TokenStore.tokenize_missing, TokenStore.counts])[:12]
         super().__init__(
-            version_dir(root, analyzer.version, {"analyzer": analyzer.name, "version": analyzer.version})
+            version_dir(
+                root,
+                f"{analyzer.version}|rows@{rows}",
+                {"analyzer": analyzer.name, "version": analyzer.version},
+            )
         )
 
     def tokenize_missing(self, texts: list[str], hashes: list[str]) -> int:

@@ -15,6 +15,7 @@ from rag_pipeline.lib.sources.cleaning import (
     Section,
     clean_markdown,
     clean_note,
+    cleaned_rows,
     sections_of,
 )
 from rag_pipeline.lib.sources.frontmatter import FrontMatterError, note_title, split_front_matter, title_of
@@ -49,6 +50,7 @@ __all__ = [
     "build_repository",
     "clean_markdown",
     "clean_note",
+    "cleaned_rows",
     "ensure_repository",
     "gives_access",
     "glob_regex",

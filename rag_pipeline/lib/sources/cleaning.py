@@ -71,5 +71,19 @@ def clean_note(markdown: str, title: str) -> CleanedNote:
     return CleanedNote(text, sections_of(text, title))
 
 
-# what `clean_note` does, as a digest: the cleaned notes of another version are cleaned again
-CLEANER_VERSION = f"clean@{fingerprint([clean_note])}"
+def cleaned_rows(note: dict) -> list[dict]:
+    """The `cleaned_notes` row of a `source_notes` row (the plan chunks changed notes through it too)."""
+    cleaned = clean_note(note["raw"], note["title"])
+    fields = ("note", "path", "commit", "source_version", "note_commit", "title", "cleaner_version", "access")
+    return [
+        {k: note[k] for k in fields}
+        | {
+            "text": cleaned.text,
+            "n_chars": len(cleaned.text),
+            "sections": [s.__dict__ for s in cleaned.sections],
+        }
+    ]
+
+
+# what makes a cleaned row, as a digest: the cleaned notes of another version are cleaned again
+CLEANER_VERSION = f"clean@{fingerprint([cleaned_rows])}"
