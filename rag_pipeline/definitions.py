@@ -34,7 +34,7 @@ from rag_pipeline.defs.resources import (
     ServedStore,
     ServingResource,
 )
-from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name, settings_tags
+from rag_pipeline.defs.runs import DATA_DIR_TAG, GRAPH_TAG, data_dir_name, graph_tag, settings_tags
 from rag_pipeline.lib.chunking import Strategy, load_strategies
 from rag_pipeline.lib.judging import LabelsError, read_labels
 from rag_pipeline.lib.retrieval import plan
@@ -177,7 +177,11 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
         ) from None
     check_labels(settings)
     assets = build_assets(strategies, resources, settings.retry_after, settings.shards)
-    tags = {DATA_DIR_TAG: data_dir_name(settings.data_dir), **settings_tags(settings)}
+    tags = {
+        DATA_DIR_TAG: data_dir_name(settings.data_dir),
+        **settings_tags(settings),
+        GRAPH_TAG: graph_tag(assets),
+    }
     outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)
     return dg.Definitions(
         assets=assets,

@@ -21,7 +21,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.cli.plan import plan_lines
-from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow
+from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow, instance_down
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import StrategyError
 from rag_pipeline.lib.core import DirectoryLock
@@ -229,12 +229,20 @@ def run(args: list[str]) -> int:
             quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
             config = pinned_config(defs.resources["notes_repo"], head) | quiet
             job = dg.reconstructable(reconstructable_job)
-            run = run_shown(job, instance, list(wanted), config, {DATA_DIR_TAG: name}, progress, settings)
+            try:
+                run = run_shown(job, instance, list(wanted), config, {DATA_DIR_TAG: name}, progress, settings)
+            except Exception:
+                if (down := instance_down(instance)) is None:
+                    raise
+                print(f"error: {down}", file=sys.stderr)  # the run could not write its log there
+                return 1
             if run is None:  # created at the same moment as another run, which goes first
                 continue
             runs += 1
             print(f"run {run.run_id}: {run.status.value.lower()}")
             if run.status != dg.DagsterRunStatus.SUCCESS:
+                if down := unreachable(settings):  # Redis stopped under the run
+                    print(f"error: {down}", file=sys.stderr)
                 return REJECTED_EXIT if progress.rejected() else 1
             built = observed
     print(f"still stale after {MAX_RUNS} runs", file=sys.stderr)

@@ -156,10 +156,14 @@ Around = Callable[[str, dg.DagsterLogManager, Iterator[DagsterEvent]], Iterator[
 
 
 class _AroundExecutor(dg.Executor):
-    """`inner`, with its execution of a whole run passed through `around`."""
+    """`inner`, with its execution of a whole run passed through `around`; every other attribute
+    is `inner`'s (dagster-celery's execution loop asks its executor for `app_args()`)."""
 
     def __init__(self, inner: dg.Executor, around: Around):
         self.inner, self.around = inner, around
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
 
     def execute(self, plan_context: PlanOrchestrationContext, execution_plan: ExecutionPlan):
         events = self.inner.execute(plan_context, execution_plan)

@@ -195,10 +195,11 @@ class Settings:
     )
     celery_task_timeout: float = var(
         "RAG_CELERY_TASK_TIMEOUT",
-        "3600",
+        "900",
         values.number(float, 10.0),
-        "seconds a step may run on a Celery worker before it is stopped and failed; a worker lost with "
-        "its step is noticed after this plus a minute, and the step runs again on another worker",
+        "seconds a step may run on a Celery worker before it is stopped and failed (above the longest "
+        "step; RAG_SHARDS makes embedding steps shorter); a step lost with its worker runs again on "
+        "another worker after this plus a minute, or fails then if no worker answers",
         shared=False,
     )
     run_tags: tuple[tuple[str, str], ...] = var(
