@@ -6,6 +6,7 @@ worker's that refused or lost a step (dagster-celery reports those only in the r
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import threading
 import time
@@ -246,3 +247,9 @@ def instance_down(instance: dg.DagsterInstance) -> str | None:
     except Exception as exc:  # the storage's driver's own errors (psycopg2, sqlite3, SQLAlchemy)
         return instance_problem(instance, exc)
     return None
+
+
+def quiet_retries(record: logging.LogRecord) -> bool:
+    """A filter of the root logger in `make run`: Dagster's storage logs each retry of a lost
+    database connection, three lines every few seconds; `follow` says it once (`instance_problem`)."""
+    return not record.getMessage().startswith("Retrying failed database connection")

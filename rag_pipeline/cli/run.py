@@ -11,6 +11,7 @@ release gate failed (the reports are fresh, the live index stays where it was)."
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
 import threading
@@ -21,7 +22,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.cli.plan import plan_lines
-from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow, instance_down
+from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow, instance_down, quiet_retries
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import StrategyError
 from rag_pipeline.lib.core import DirectoryLock
@@ -100,9 +101,10 @@ def run_shown(
     request, done = str(uuid.uuid4()), threading.Event()
     watch = None
     if settings.executor == "celery":
-        from rag_pipeline.cli.workers import Watch
+        from rag_pipeline.cli.workers import Watch, quiet_lost_results
 
         watch = Watch(settings, instance).look
+        sys.unraisablehook = quiet_lost_results
     shower = threading.Thread(target=follow, args=(instance, request, progress, done, watch), daemon=True)
     shower.start()
     try:
@@ -181,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: list[str]) -> int:
     """Plan, and run what is stale until nothing is (see `main`); the exit status."""
     sys.stdout.reconfigure(line_buffering=True)  # progress shows as it comes, in a pipe too
+    logging.getLogger().addFilter(quiet_retries)
     verbose = "-v" in args or os.environ.get("RAG_VERBOSE") == "1"
     plan = "--plan" in args
     os.environ["RAG_RETRY_AFTER"] = "0"  # a user's `make run` retries a failed asset at once

@@ -9,6 +9,7 @@ marked failed while a step of it ran on), which the next run waits for."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass
 
@@ -184,3 +185,11 @@ class Watch:
             self.app.backend.mark_as_failure(task_id, WorkerLostError(why))  # the run's failure says it
             del self.tasks[(run, step)]
         return []
+
+
+def quiet_lost_results(unraisable) -> None:
+    """`sys.unraisablehook` while a Celery run executes here: once Redis stopped, each of Celery's
+    results fails again in its finalizer (`AsyncResult.__del__`), a traceback each; the run's
+    failure and `make run`'s last line say it once. Anything else is reported as usual."""
+    if getattr(unraisable.object, "__qualname__", "") != "AsyncResult.__del__":
+        sys.__unraisablehook__(unraisable)

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -179,3 +180,55 @@ def test_a_worker_with_other_settings_refuses_the_runs_steps_in_one_line(
         f"refuses it: {line}: start this worker with the run's settings (the launcher's RAG_* variables)"
     ), out[-3000:]
     assert not data.exists()  # nothing written
+
+
+def test_make_runs_display_says_a_stopped_database_and_broker_in_a_line_each_and_goes_on(cluster):
+    """`make run`'s display (`follow`) while Postgres and Redis are stopped and started again, and
+    the workers' watch while Redis alone is: a line for each, no traceback, and they go on."""
+    from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow
+    from rag_pipeline.cli.workers import Watch
+    from rag_pipeline.settings import Settings
+    from rag_pipeline_tests.support.runs import until
+    from rag_pipeline_tests.support.services import SCRIPT
+
+    def services(command: str) -> None:
+        subprocess.run([str(SCRIPT), command], env=os.environ | cluster, check=True, capture_output=True)
+
+    shown: list[str] = []
+    done = threading.Event()
+    progress = Progress(echo=lambda text="", end="\n": shown.append(text))
+    settings = Settings.from_env(cluster | {"RAG_EXECUTOR": "celery"})
+    with dg.DagsterInstance.from_config(cluster["DAGSTER_HOME"]) as instance:
+        run = instance.add_run(dg.DagsterRun(job_name="j", tags={REQUEST_TAG: "r1"}))
+        shower = threading.Thread(target=follow, args=(instance, "r1", progress, done), daemon=True)
+        shower.start()
+        try:
+            services("stop")
+            [line] = until(lambda: [s for s in shown if "the Dagster instance" in s], timeout=180)
+        finally:
+            services("start")
+        until(lambda: "  the Dagster instance answers again" in shown, timeout=180)
+        done.set()
+        shower.join()
+        watch = Watch(settings, instance)
+        subprocess.run(
+            ["redis-cli", "-p", cluster["RAG_REDIS_PORT"], "shutdown", "nosave"], capture_output=True
+        )
+        try:
+            [broker] = watch.look(run.run_id)
+        finally:
+            services("start")
+        watch.last = 0.0  # look again at once
+        again = watch.look(run.run_id)
+    port = cluster["RAG_PG_PORT"]
+    assert line.startswith(
+        f"  the Dagster instance (Postgres postgresql+psycopg2://postgres@127.0.0.1:{port}/dagster) cannot be "
+        "reached ("
+    ) and line.endswith("): start it (`make services` starts Postgres on RAG_PG_PORT), then `make run` again")
+    assert shown == [line, "  the Dagster instance answers again"]
+    assert broker.startswith(
+        f"  RAG_CELERY_BROKER={settings.celery_broker} cannot be reached ("
+    ) and broker.endswith(
+        "): start Redis (`make services` starts one on RAG_REDIS_PORT) or set it to a running one"
+    )
+    assert again == [f"  RAG_CELERY_BROKER={settings.celery_broker} answers again"]
