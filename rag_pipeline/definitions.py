@@ -21,6 +21,7 @@ from rag_pipeline.defs import (
     sources,
 )
 from rag_pipeline.defs.executors import executor_for
+from rag_pipeline.defs.identity import identified
 from rag_pipeline.defs.lease import leased
 from rag_pipeline.defs.resources import (
     AnswerResource,
@@ -190,7 +191,7 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
         jobs=[asset_job(tags | dict(settings.run_tags), outputs)],
         sensors=[automation.automation_sensor(settings.reindex, tags)],
         resources=resources,
-        executor=leased(executor_for(settings), tags[DATA_DIR_TAG]),
+        executor=leased(identified(executor_for(settings), resources["embedder"]), tags[DATA_DIR_TAG]),
     )
 
 

