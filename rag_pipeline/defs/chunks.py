@@ -9,7 +9,15 @@ from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.lineage import CHECKS, config_digest, last_materialization, materialized
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems, with_text_hashes
-from rag_pipeline.lib.core import content_version, in_note_order, note_buckets, rebuild_by_note
+from rag_pipeline.lib.core import (
+    content_version,
+    merged_in_order,
+    note_buckets,
+    parquet_file,
+    rebuild_by_note,
+    regrouped,
+    write_batches,
+)
 
 NOTE_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]
 CHUNKS_CONTENT = ["chunk_id", "commit"]  # the commit too: it is what the served rows say their text is from
@@ -97,7 +105,7 @@ def chunks_asset(strategy: Strategy, shard: tuple[int, int] | None = None) -> dg
         spans = [dict(zip(names, row)) for row in zip(*(checked[c].tolist() for c in names))]
         texts = {note: text for n in notes for note, text in zip(n["note"], n["text"])}
         problems = coverage_problems(spans, texts, strategy.overlapping)
-        path = store.write(frame, relative)
+        path = store.write(frame, relative, row_group_size=lanes.CHUNKS_PER_GROUP)
         check = dg.AssetCheckResult(
             check_name="chunks_reproduce_notes",
             passed=not problems,
@@ -120,8 +128,8 @@ def chunks_asset(strategy: Strategy, shard: tuple[int, int] | None = None) -> dg
 
 
 def joined_chunks_asset(strategy: Strategy, shards: int) -> dg.AssetsDefinition:
-    """The lane's chunks file from its shards' files, in the cleaned notes' order: the rows and bytes
-    one step would write."""
+    """The lane's chunks file from its shards' files, in the cleaned notes' order: the rows one step
+    would write, merged a row group at a time (the step never holds the lane)."""
     parts = [lanes.shard_key("chunks", strategy, k) for k in range(shards)]
 
     @stage_asset(
@@ -135,15 +143,19 @@ def joined_chunks_asset(strategy: Strategy, shards: int) -> dg.AssetsDefinition:
     )
     def _chunks(context: dg.AssetExecutionContext, store: DataStore):
         notes = store.read(lanes.CLEANED_NOTES, columns=["note"])["note"].tolist()
-        frames = [store.read(lanes.shard_path(strategy, k, shards)) for k in range(shards)]
-        frame = in_note_order(pd.concat(frames, ignore_index=True), {n: i for i, n in enumerate(notes)})
-        path = store.write(frame, lanes.lane_path("chunks", strategy))
+        files = [parquet_file(store.path(lanes.shard_path(strategy, k, shards))) for k in range(shards)]
+        rank = {n: i for i, n in enumerate(notes)}
+        schema, merged = merged_in_order(files, "note", rank, lanes.CHUNKS_PER_GROUP)
+        path = store.path(lanes.lane_path("chunks", strategy))
+        groups = regrouped(merged, lanes.CHUNKS_PER_GROUP)
+        write_batches(groups, schema, path, row_group_size=lanes.CHUNKS_PER_GROUP)
+        written = store.read(lanes.lane_path("chunks", strategy), columns=CHUNKS_CONTENT)
         return materialized(
-            content_version(frame, CHUNKS_CONTENT),
+            content_version(written, CHUNKS_CONTENT),
             {
                 "strategy": strategy.name,
                 "chunker_version": strategy.version,
-                "chunks": len(frame),
+                "chunks": len(written),
                 "shards": shards,
             },
             files=[path],

@@ -15,6 +15,7 @@ STAGES = ("chunks", "embeddings", "retrieval", "evaluation", "index")
 SOURCE_NOTES = "notes/source_notes.parquet"
 CLEANED_NOTES = "notes/cleaned_notes.parquet"
 NOTES_PER_GROUP = 256  # the cleaned notes' row groups: reading a few notes whole skips the others
+CHUNKS_PER_GROUP = 8192  # a chunks file's row groups: a step over a whole lane holds one at a time
 QUESTIONS = "notes/questions.parquet"
 GOLD_DRIFT = "notes/gold_drift.parquet"  # published as reports/gold_drift.parquet with the summary
 ANSWERS = "answers/answers.parquet"
