@@ -99,7 +99,7 @@ def build_assets(
                 sources.notes_head,
                 sources.questions_file,
                 sources.source_notes_asset(resources),
-                sources.cleaned_notes,
+                *sources.cleaned_assets(shards),
                 questions.questions_asset(resources),
                 *lanes,
                 evaluation.summary_asset(strategies, resources),

@@ -65,6 +65,16 @@ def shard_path(strategy: Strategy, shard: int, shards: int) -> str:
     return f"chunks/{strategy.name}.shards/{shard}-of-{shards}.parquet"
 
 
+def cleaned_shard_key(shard: int) -> str:
+    """`cleaned_notes_shard_2`: the cleaned notes of one shard (`RAG_SHARDS` > 1)."""
+    return f"cleaned_notes_shard_{shard}"
+
+
+def cleaned_shard_path(shard: int, shards: int) -> str:
+    """A shard's cleaned notes (`notes/cleaned_notes.shards/2-of-4.parquet`): `CLEANED_NOTES` joins them."""
+    return f"notes/cleaned_notes.shards/{shard}-of-{shards}.parquet"
+
+
 def embeddings_path(embedding_version: str, strategy: Strategy) -> str:
     """A lane's embeddings directory (`BUCKETS` Parquet files; pandas reads it as one table)."""
     return f"embeddings/{version_key(embedding_version)}/{strategy.name}.parquet"
