@@ -9,15 +9,7 @@ from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.lineage import CHECKS, config_digest, last_materialization, materialized
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems, with_text_hashes
-from rag_pipeline.lib.core import (
-    content_version,
-    merged_in_order,
-    note_buckets,
-    parquet_file,
-    rebuild_by_note,
-    regrouped,
-    write_batches,
-)
+from rag_pipeline.lib.core import content_version, joined_in_order, note_buckets, rebuild_by_note
 
 NOTE_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]
 CHUNKS_CONTENT = ["chunk_id", "commit"]  # the commit too: it is what the served rows say their text is from
@@ -143,12 +135,9 @@ def joined_chunks_asset(strategy: Strategy, shards: int) -> dg.AssetsDefinition:
     )
     def _chunks(context: dg.AssetExecutionContext, store: DataStore):
         notes = store.read(lanes.CLEANED_NOTES, columns=["note"])["note"].tolist()
-        files = [parquet_file(store.path(lanes.shard_path(strategy, k, shards))) for k in range(shards)]
-        rank = {n: i for i, n in enumerate(notes)}
-        schema, merged = merged_in_order(files, "note", rank, lanes.CHUNKS_PER_GROUP)
+        parts = [store.path(lanes.shard_path(strategy, k, shards)) for k in range(shards)]
         path = store.path(lanes.lane_path("chunks", strategy))
-        groups = regrouped(merged, lanes.CHUNKS_PER_GROUP)
-        write_batches(groups, schema, path, row_group_size=lanes.CHUNKS_PER_GROUP)
+        joined_in_order(parts, "note", notes, path, lanes.CHUNKS_PER_GROUP)
         written = store.read(lanes.lane_path("chunks", strategy), columns=CHUNKS_CONTENT)
         return materialized(
             content_version(written, CHUNKS_CONTENT),

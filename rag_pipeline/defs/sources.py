@@ -14,15 +14,7 @@ from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.conditions import OBSERVE
 from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
-from rag_pipeline.lib.core import (
-    content_version,
-    merged_in_order,
-    note_buckets,
-    parquet_file,
-    rebuild_by_note,
-    regrouped,
-    write_batches,
-)
+from rag_pipeline.lib.core import content_version, joined_in_order, note_buckets, rebuild_by_note
 from rag_pipeline.lib.release import narrow_live
 from rag_pipeline.lib.sources import CLEANER_VERSION, READER_VERSION, NotesSourceError, SourceNote, clean_note
 
@@ -260,14 +252,9 @@ def joined_cleaned_asset(shards: int) -> dg.AssetsDefinition:
     )
     def _cleaned(context: dg.AssetExecutionContext, store: DataStore):
         notes = store.read(lanes.SOURCE_NOTES, columns=["note"])["note"].tolist()
-        files = [parquet_file(store.path(lanes.cleaned_shard_path(k, shards))) for k in range(shards)]
-        schema, merged = merged_in_order(
-            files, "note", {n: i for i, n in enumerate(notes)}, lanes.NOTES_PER_GROUP
-        )
+        parts = [store.path(lanes.cleaned_shard_path(k, shards)) for k in range(shards)]
         path = store.path(lanes.CLEANED_NOTES)
-        write_batches(
-            regrouped(merged, lanes.NOTES_PER_GROUP), schema, path, row_group_size=lanes.NOTES_PER_GROUP
-        )
+        joined_in_order(parts, "note", notes, path, lanes.NOTES_PER_GROUP)
         written = store.read(lanes.CLEANED_NOTES, columns=[*CLEANED_VERSIONS, "n_chars"])
         metadata = {"notes": len(written), "chars": int(written["n_chars"].sum()), "shards": shards}
         return materialized(content_version(written, CLEANED_VERSIONS), metadata, files=[path])

@@ -18,7 +18,7 @@ from rag_pipeline.lib.core.localfile import DiskFullError
 from rag_pipeline.lib.core.locks import DirectoryLock
 from rag_pipeline.lib.core.names import closest, edit_distance, fold
 from rag_pipeline.lib.core.publish import publish_directory
-from rag_pipeline.lib.core.rowgroups import ColumnRows, merged_in_order
+from rag_pipeline.lib.core.rowgroups import ColumnRows, joined_in_order, merged_in_order
 from rag_pipeline.lib.core.segments import VERSION_FILE, SegmentStore, text_hash, version_dir, version_key
 from rag_pipeline.lib.core.storage import (
     AnyPath,
@@ -66,6 +66,7 @@ __all__ = [
     "edit_distance",
     "fold",
     "in_note_order",
+    "joined_in_order",
     "leaked_rows",
     "location",
     "may_read",

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rag_pipeline.lib.core.storage import AnyPath, parquet_file
+from rag_pipeline.lib.core.storage import AnyPath, parquet_file, regrouped, write_batches
 
 
 class ColumnRows:
@@ -77,3 +77,14 @@ def _merged(
         heads[i] = next(runs[i], None)
         if heads[i] is not None:
             heapq.heappush(queue, (rank.get(heads[i][0], last), i))
+
+
+def joined_in_order(
+    parts: Sequence[AnyPath], key: str, order: Sequence[str], path: AnyPath, rows: int
+) -> None:
+    """The Parquet files `parts` (a partition by `key`, each in `order`'s order) written as the one
+    file at `path` in `order`'s order (`merged_in_order`), in row groups of `rows` rows, atomically."""
+    schema, merged = merged_in_order(
+        [parquet_file(p) for p in parts], key, {value: i for i, value in enumerate(order)}, rows
+    )
+    write_batches(regrouped(merged, rows), schema, path, row_group_size=rows)
