@@ -186,6 +186,9 @@ def clean(context: dg.AssetExecutionContext, store: DataStore, source: pd.DataFr
         build=cleaned_rows,
         refresh={"commit": "commit", "path": "path", "note_commit": "note_commit"},
     )
+    if not len(frame):  # a shard that holds no note
+        frame = pd.DataFrame({c: pd.Series(dtype=str) for c in [*CLEANED_VERSIONS, "path", "text"]})
+        frame["n_chars"] = pd.Series(dtype=int)
     empty = sorted(frame.loc[frame["text"].str.strip() == "", "path"])
     if empty:
         context.log.warning(f"{len(empty)} note(s) hold no text after cleaning: {', '.join(empty)}")

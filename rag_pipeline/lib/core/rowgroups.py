@@ -59,7 +59,9 @@ def merged_in_order(
     sequence, as shards of notes are), as that one sequence: the runs of each key in `rank`'s order,
     the rows of one run in their order, each file read a batch at a time; and their schema, one for
     all (a column a file holds only nulls of has the type the others give it)."""
-    schema = pa.unify_schemas([f.schema_arrow for f in files], promote_options="permissive")
+    # the fields in the order of the files with rows (an empty one may have fewer, of no type)
+    schemas = [f.schema_arrow for f in sorted(files, key=lambda f: f.metadata.num_rows == 0)]
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
     return schema, _merged([_runs(f, key, batch_rows) for f in files], schema, rank)
 
 
