@@ -22,7 +22,8 @@ from rag_pipeline.defs import (
     sources,
 )
 from rag_pipeline.defs.executors import executor_for
-from rag_pipeline.defs.lanes import shard_key
+from rag_pipeline.defs.identity import identified
+from rag_pipeline.defs.lanes import cleaned_shard_key, shard_key
 from rag_pipeline.defs.lease import leased
 from rag_pipeline.defs.resources import (
     AnswerResource,
@@ -36,7 +37,7 @@ from rag_pipeline.defs.resources import (
     ServedStore,
     ServingResource,
 )
-from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name, settings_tags
+from rag_pipeline.defs.runs import DATA_DIR_TAG, GRAPH_TAG, data_dir_name, graph_tag, settings_tags
 from rag_pipeline.lib.chunking import Strategy, load_strategies
 from rag_pipeline.lib.core import shown_path
 from rag_pipeline.lib.evaluation import PricesError
@@ -106,7 +107,7 @@ def build_assets(
                 sources.notes_head,
                 sources.questions_file,
                 sources.source_notes_asset(resources),
-                sources.cleaned_notes,
+                *sources.cleaned_assets(shards),
                 questions.questions_asset(resources),
                 *lanes,
                 evaluation.summary_asset(strategies, resources, kept),
@@ -191,7 +192,9 @@ def check_size(assets: list, strategies: list[Strategy], shards: int) -> None:
     size = graph_size(assets)
     if size <= MAX_ENTITIES:
         return
+    # what one shard more adds: its cleaned notes, and its chunks and embeddings of each strategy
     first = {shard_key(stage, s, 0) for s in strategies for stage in ("chunks", "embeddings")}
+    first.add(cleaned_shard_key(0))
     per_shard = graph_size(
         a for a in assets if isinstance(a, dg.AssetsDefinition) and {k.path[-1] for k in a.keys} & first
     )
@@ -222,7 +225,11 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
         raise SettingsError(f"RAG_PRICES: {exc}") from None
     assets = build_assets(strategies, resources, settings.retry_after, settings.shards)
     check_size(assets, strategies, settings.shards)
-    tags = {DATA_DIR_TAG: data_dir_name(settings.data_dir), **settings_tags(settings)}
+    tags = {
+        DATA_DIR_TAG: data_dir_name(settings.data_dir),
+        **settings_tags(settings),
+        GRAPH_TAG: graph_tag(assets),
+    }
     outputs = automation.outputs_check(assets, settings.reindex_cron, settings.reindex_timezone)
     return dg.Definitions(
         assets=assets,
@@ -231,7 +238,7 @@ def build_definitions(settings: Settings, strategies: list[Strategy] | None = No
         jobs=[asset_job(tags | dict(settings.run_tags), outputs)],
         sensors=[automation.automation_sensor(settings.reindex, tags)],
         resources=resources,
-        executor=leased(executor_for(settings), tags[DATA_DIR_TAG]),
+        executor=leased(identified(executor_for(settings), resources["embedder"]), tags[DATA_DIR_TAG]),
     )
 
 

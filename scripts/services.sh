@@ -133,7 +133,7 @@ case "${1:-}" in
     write_celery_yaml
     export PATH="$ROOT/.venv/bin:$PATH" DAGSTER_HOME="${DAGSTER_HOME:-$HOME_DIR}"
     cd "$ROOT"
-    exec dagster-celery worker start -A dagster_celery.app -y "$DIR/celery.yaml" -n "$name" -- --concurrency=1
+    exec dagster-celery worker start -A rag_pipeline.cli.celery_app -y "$DIR/celery.yaml" -n "$name" -- --concurrency=1
     ;;
   *)
     echo "usage: $0 install|start|stop|worker NAME" >&2

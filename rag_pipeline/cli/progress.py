@@ -1,9 +1,12 @@
 """What the terminal shows while `make run`'s run runs, read from the run's log as it grows: the
-assets done, the embedder's progress bar, and each failure's real cause in one line."""
+assets done, the embedder's progress bar, and each failure's real cause in one line: a step's own,
+a resource's that could not be set up (a refusal: the run's settings are not this process's), or a
+worker's that refused or lost a step (dagster-celery reports those only in the run's failure)."""
 
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import threading
 import time
@@ -20,6 +23,9 @@ EMBEDDED = re.compile(r"(\S+): embedded (\d+)/(\d+) texts \(([\d.]+) texts/s\)")
 GATE = "release_gate"  # the release's blocking check: its failure alone is a rejection (exit 3)
 CHECK_FAILED = "DagsterAssetCheckFailedError"
 NOT_EXECUTED = "Dependencies for step "  # Dagster's line for each step below a failed one
+# Dagster's line for a step whose worker returned no outcome: the run's failure says why, at its end
+NO_OUTCOME = re.compile(r"Step (\S+) finished without success or failure event")
+WORKER_ERROR = re.compile(r"^\[([^\]\s]+)\]: (\S+?): (.*)$", re.M)  # dagster-celery's `[step]: cls: message`
 PROBLEM_KEYS = ("why", "problems", "reasons", "reason", "decision")  # what a check's metadata says first
 
 
@@ -34,6 +40,30 @@ def user_message(error) -> str:
     qualified, colon, rest = first.partition(": ")
     own = qualified.startswith("rag_pipeline.") and qualified.endswith(f".{error.cls_name}")
     return rest if colon and own else first
+
+
+# the errors of Celery tasks whose message says it all: a refusal (`cli.celery_app`, whose class Celery
+# rebuilds under a module of its own), a lost worker (`cli.workers`); or a line in place of Celery's
+WORKER_ERRORS = {
+    "StepRefused": None,
+    "WorkerLostError": None,
+    "TimeLimitExceeded": "ran past RAG_CELERY_TASK_TIMEOUT, and its worker stopped it: raise the "
+    "timeout, or split the step's work (RAG_SHARDS)",
+}
+
+
+def worker_errors(error) -> list[tuple[str, str]]:
+    """The steps that failed on Celery workers without an outcome of their own (refused, lost, run
+    too long, the job not built), with each one's line, from the run's failure `error`:
+    dagster-celery lists them as `[step]: module.Class: message`."""
+    found = []
+    for step, qualified, rest in WORKER_ERROR.findall(error.message if error is not None else ""):
+        name = qualified.rsplit(".", 1)[-1]
+        if name in WORKER_ERRORS:
+            found.append((step, WORKER_ERRORS[name] or rest))
+        else:
+            found.append((step, rest if qualified.startswith("rag_pipeline.") else f"{name}: {rest}"))
+    return found
 
 
 class Progress:
@@ -53,6 +83,7 @@ class Progress:
         self.failed: list[str] = []
         self.checks_failed: dict[str, list[tuple[str, str]]] = {}  # asset -> (check, problem)
         self.not_run: set[str] = set()  # steps below a failed one
+        self.no_outcome: list[str] = []  # steps a worker returned nothing for, until the run says why
         self.reused = 0
         self.last = time.monotonic()
 
@@ -66,6 +97,8 @@ class Progress:
             message = entry.user_message or ""
             if message.startswith(NOT_EXECUTED) and entry.step_key:
                 self.not_run.add(entry.step_key)
+            elif found := NO_OUTCOME.match(message):
+                self.no_outcome.append(found[1])
             elif self.verbose:
                 pass
             elif self.tty and (progress := EMBEDDED.match(message)):
@@ -98,9 +131,24 @@ class Progress:
             if error is not None and error.cls_name == CHECK_FAILED:
                 checks = self.checks_failed.get(event.step_key, [])
                 message = "; ".join(f"check {name} failed: {problem}" for name, problem in checks) or message
-            self.failed.append(event.step_key)
-            if not self.verbose:
-                self.show(f"  FAILED  {event.step_key}: {message}")
+            self.fail(event.step_key, message)
+        elif event.event_type == dg.DagsterEventType.RESOURCE_INIT_FAILURE:
+            error = event.event_specific_data.error
+            self.fail(event.step_key or "resources", user_message(error) if error else "failed")
+        elif event.event_type == dg.DagsterEventType.RUN_FAILURE:
+            error = event.event_specific_data.error
+            for step, message in worker_errors(error):
+                self.fail(step, message)
+            if error is not None and not self.failed:
+                self.fail("run", user_message(error))
+
+    def fail(self, step: str, message: str) -> None:
+        """A failed step's line, once per step (a resource's failure is followed by the step's)."""
+        if step in self.failed:
+            return
+        self.failed.append(step)
+        if not self.verbose:
+            self.show(f"  FAILED  {step}: {message}")
 
     def rejected(self) -> bool:
         """Whether the run failed only because the release gate held the new index back."""
@@ -131,6 +179,10 @@ class Progress:
             reused = f" ({self.reused} unchanged, reused)" if self.reused else ""
             self.show(f"  done: {', '.join(self.done) or '-'}{reused}")
             self.done, self.reused, self.last = [], 0, time.monotonic()
+        if force:
+            for step in (s for s in self.no_outcome if s not in self.failed):  # the run said not why
+                self.fail(step, "its worker returned no outcome (see the run's log)")
+            self.no_outcome = []
         if force and self.not_run:
             # the assets of the plan (a blocking check run apart is a step of its own, no asset)
             steps = self.not_run & self.planned if self.planned else self.not_run
@@ -147,23 +199,68 @@ def follow(
     watch: Callable[[str], list[str]] | None = None,
 ) -> None:
     """Show the progress of the run tagged `request` until `done` is set, and what `watch` says of
-    the run's steps on workers (`workers.Watch.look`)."""
-    run_id, cursor = None, None
+    the run's steps on workers (`workers.Watch.look`). An instance that stops answering (its
+    Postgres stopped) is said once, and the progress goes on once it answers again."""
+    run_id, cursor, problem = None, None, None
     while True:
         finished = done.is_set()
-        if run_id is None:
-            runs = instance.get_runs(dg.RunsFilter(tags={REQUEST_TAG: request}), limit=1)
-            run_id = runs[0].run_id if runs else None
-        while run_id is not None:  # only the entries new since the last look: the log grows long
-            page = instance.get_records_for_run(run_id, cursor=cursor, limit=1000)
-            for record in page.records:
-                progress.see(record.event_log_entry)
-            cursor = page.cursor
-            if not page.has_more:
-                break
-        for line in watch(run_id) if watch is not None and run_id is not None and not finished else ():
-            progress.show(line)
+        try:
+            if run_id is None:
+                runs = instance.get_runs(dg.RunsFilter(tags={REQUEST_TAG: request}), limit=1)
+                run_id = runs[0].run_id if runs else None
+            while run_id is not None:  # only the entries new since the last look: the log grows long
+                page = instance.get_records_for_run(run_id, cursor=cursor, limit=1000)
+                for record in page.records:
+                    progress.see(record.event_log_entry)
+                cursor = page.cursor
+                if not page.has_more:
+                    break
+            for line in watch(run_id) if watch is not None and run_id is not None and not finished else ():
+                progress.show(line)
+            if problem is not None:
+                progress.show("  the Dagster instance answers again")
+                problem = None
+        except Exception as exc:  # the display outlives any failure to read (the database's driver's own)
+            if problem is None:
+                problem = instance_problem(instance, exc)
+                progress.show(f"  {problem}")
         progress.flush(force=finished)
         if finished:
             return
         done.wait(0.5)
+
+
+def instance_where(instance: dg.DagsterInstance) -> str:
+    """Where the instance keeps its runs: its Postgres (the URL without a password), or DAGSTER_HOME."""
+    from urllib.parse import urlsplit
+
+    url = getattr(instance.run_storage, "postgres_url", None)
+    if url:
+        parts = urlsplit(url)
+        user = f"{parts.username}@" if parts.username else ""
+        return f"Postgres {parts.scheme}://{user}{parts.hostname}:{parts.port}{parts.path}"
+    return f"DAGSTER_HOME={instance.root_directory}"
+
+
+def instance_problem(instance: dg.DagsterInstance, exc: BaseException) -> str:
+    """One line for an instance whose storage does not answer."""
+    detail = " ".join(str(exc).split())[:120]
+    return (
+        f"the Dagster instance ({instance_where(instance)}) cannot be reached ({detail}): start it "
+        "(`make services` starts Postgres on RAG_PG_PORT), then `make run` again"
+    )
+
+
+def instance_down(instance: dg.DagsterInstance) -> str | None:
+    """`instance_problem` if the instance does not answer now, else None."""
+    try:
+        instance.get_runs(limit=1)
+    except Exception as exc:  # the storage's driver's own errors (psycopg2, sqlite3, SQLAlchemy)
+        return instance_problem(instance, exc)
+    return None
+
+
+def quiet_retries(record: logging.LogRecord) -> bool:
+    """A filter of the root logger in `make run`: Dagster's storage logs each retry of a lost
+    database connection, three lines every few seconds; `follow` says it once (`instance_problem`)."""
+    return not record.getMessage().startswith("Retrying failed database connection")

@@ -11,6 +11,7 @@ release gate failed (the reports are fresh, the live index stays where it was)."
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
 import threading
@@ -23,7 +24,7 @@ from rag_pipeline.cli.instance import InstanceError
 from rag_pipeline.cli.instance import home as instance_home
 from rag_pipeline.cli.instance import make as make_instance
 from rag_pipeline.cli.plan import plan_lines, run_in_progress, too_many_shards
-from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow
+from rag_pipeline.cli.progress import REQUEST_TAG, Progress, follow, instance_down, quiet_retries
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import StrategyError
 from rag_pipeline.lib.core import StorageError
@@ -102,9 +103,10 @@ def run_shown(
     request, done = str(uuid.uuid4()), threading.Event()
     watch = None
     if settings.executor == "celery":
-        from rag_pipeline.cli.workers import Watch
+        from rag_pipeline.cli.workers import Watch, quiet_lost_results
 
         watch = Watch(settings, instance).look
+        sys.unraisablehook = quiet_lost_results
     shower = threading.Thread(target=follow, args=(instance, request, progress, done, watch), daemon=True)
     shower.start()
     try:
@@ -176,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: list[str]) -> int:
     """Plan, and run what is stale until nothing is (see `main`); the exit status."""
     sys.stdout.reconfigure(line_buffering=True)  # progress shows as it comes, in a pipe too
+    logging.getLogger().addFilter(quiet_retries)
     verbose = "-v" in args or os.environ.get("RAG_VERBOSE") == "1"
     plan = "--plan" in args
     os.environ["RAG_RETRY_AFTER"] = "0"  # a user's `make run` retries a failed asset at once
@@ -238,12 +241,20 @@ def run(args: list[str]) -> int:
             quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
             config = pinned_config(defs.resources["notes_repo"], head) | quiet
             job = dg.reconstructable(reconstructable_job)
-            run = run_shown(job, instance, list(wanted), config, {DATA_DIR_TAG: name}, progress, settings)
+            try:
+                run = run_shown(job, instance, list(wanted), config, {DATA_DIR_TAG: name}, progress, settings)
+            except Exception:
+                if (down := instance_down(instance)) is None:
+                    raise
+                print(f"error: {down}", file=sys.stderr)  # the run could not write its log there
+                return 1
             if run is None:  # created at the same moment as another run, which goes first
                 continue
             runs += 1
             print(f"run {run.run_id}: {run.status.value.lower()}")
             if run.status != dg.DagsterRunStatus.SUCCESS:
+                if down := unreachable(settings):  # Redis stopped under the run
+                    print(f"error: {down}", file=sys.stderr)
                 return REJECTED_EXIT if progress.rejected() else 1
             built = observed
     print(f"still stale after {MAX_RUNS} runs", file=sys.stderr)

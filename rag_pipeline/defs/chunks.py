@@ -9,7 +9,7 @@ from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.lineage import CHECKS, config_digest, last_materialization, materialized
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems, with_text_hashes
-from rag_pipeline.lib.core import content_version, in_note_order, note_buckets, rebuild_by_note
+from rag_pipeline.lib.core import content_version, joined_in_order, note_buckets, rebuild_by_note
 from rag_pipeline.lib.core.fingerprint import logic
 
 NOTE_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]
@@ -98,7 +98,7 @@ def chunks_asset(strategy: Strategy, shard: tuple[int, int] | None = None) -> dg
         spans = [dict(zip(names, row)) for row in zip(*(checked[c].tolist() for c in names))]
         texts = {note: text for n in notes for note, text in zip(n["note"], n["text"])}
         problems = coverage_problems(spans, texts, strategy.overlapping)
-        path = store.write(frame, relative)
+        path = store.write(frame, relative, row_group_size=lanes.CHUNKS_PER_GROUP)
         check = dg.AssetCheckResult(
             check_name="chunks_reproduce_notes",
             passed=not problems,
@@ -121,8 +121,8 @@ def chunks_asset(strategy: Strategy, shard: tuple[int, int] | None = None) -> dg
 
 
 def joined_chunks_asset(strategy: Strategy, shards: int) -> dg.AssetsDefinition:
-    """The lane's chunks file from its shards' files, in the cleaned notes' order: the rows and bytes
-    one step would write."""
+    """The lane's chunks file from its shards' files, in the cleaned notes' order: the rows one step
+    would write, merged a row group at a time (the step never holds the lane)."""
     parts = [lanes.shard_key("chunks", strategy, k) for k in range(shards)]
 
     @stage_asset(
@@ -136,15 +136,16 @@ def joined_chunks_asset(strategy: Strategy, shards: int) -> dg.AssetsDefinition:
     )
     def _chunks(context: dg.AssetExecutionContext, store: DataStore):
         notes = store.read(lanes.CLEANED_NOTES, columns=["note"])["note"].tolist()
-        frames = [store.read(lanes.shard_path(strategy, k, shards)) for k in range(shards)]
-        frame = in_note_order(pd.concat(frames, ignore_index=True), {n: i for i, n in enumerate(notes)})
-        path = store.write(frame, lanes.lane_path("chunks", strategy))
+        parts = [store.path(lanes.shard_path(strategy, k, shards)) for k in range(shards)]
+        path = store.path(lanes.lane_path("chunks", strategy))
+        joined_in_order(parts, "note", notes, path, lanes.CHUNKS_PER_GROUP)
+        written = store.read(lanes.lane_path("chunks", strategy), columns=CHUNKS_CONTENT)
         return materialized(
-            content_version(frame, CHUNKS_CONTENT),
+            content_version(written, CHUNKS_CONTENT),
             {
                 "strategy": strategy.name,
                 "chunker_version": strategy.version,
-                "chunks": len(frame),
+                "chunks": len(written),
                 "shards": shards,
             },
             files=[path],

@@ -151,19 +151,25 @@ class LocalRunLauncher(dg.DefaultRunLauncher):
         return CheckRunHealthResult(WorkerStatus.RUNNING)
 
 
-# a run's id, its log, and its executor's events -> the events, the run held inside something
-Around = Callable[[str, dg.DagsterLogManager, Iterator[DagsterEvent]], Iterator[DagsterEvent]]
+# the instance, the run, its log, and its executor's events -> the events, the run held inside something
+Around = Callable[
+    [dg.DagsterInstance, dg.DagsterRun, dg.DagsterLogManager, Iterator[DagsterEvent]], Iterator[DagsterEvent]
+]
 
 
 class _AroundExecutor(dg.Executor):
-    """`inner`, with its execution of a whole run passed through `around`."""
+    """`inner`, with its execution of a whole run passed through `around`; every other attribute
+    is `inner`'s (dagster-celery's execution loop asks its executor for `app_args()`)."""
 
     def __init__(self, inner: dg.Executor, around: Around):
         self.inner, self.around = inner, around
 
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
     def execute(self, plan_context: PlanOrchestrationContext, execution_plan: ExecutionPlan):
         events = self.inner.execute(plan_context, execution_plan)
-        yield from self.around(plan_context.run_id, plan_context.log, events)
+        yield from self.around(plan_context.instance, plan_context.dagster_run, plan_context.log, events)
 
     @property
     def retries(self):

@@ -3,6 +3,7 @@ Celery worker per step (dagster-celery, Redis by default), or a Kubernetes job p
 The last two come with an extra; without it, loading the code location fails with one line."""
 
 import importlib
+import warnings
 
 import dagster as dg
 
@@ -31,6 +32,10 @@ def executor_for(settings: Settings) -> dg.ExecutorDefinition:
             f"RAG_EXECUTOR={name} needs the {extra} extra: pip install -e '.[{extra}]'"
         ) from None
     if name == "celery":
+        from celery.exceptions import DuplicateTaskNameWarning
+
+        # dagster-celery registers its step task anew for each step it submits: not a mistake here
+        warnings.filterwarnings("ignore", category=DuplicateTaskNameWarning)
         return module.celery_executor.configured(celery_config(settings))
     return module.k8s_job_executor
 
@@ -79,8 +84,13 @@ def unreachable(settings: Settings) -> str | None:
         try:
             redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2).ping()
         except redis.RedisError as exc:
-            return (
-                f"{variable}={url} cannot be reached ({' '.join(str(exc).split())[:120]}): start Redis "
-                "(`make services` starts one on RAG_REDIS_PORT) or set it to a running one"
-            )
+            return unreachable_line(variable, url, exc)
     return None
+
+
+def unreachable_line(variable: str, url: str, exc: Exception) -> str:
+    """One line for a Celery broker or result backend (Redis) that does not answer."""
+    return (
+        f"{variable}={url} cannot be reached ({' '.join(str(exc).split())[:120]}): start Redis "
+        "(`make services` starts one on RAG_REDIS_PORT) or set it to a running one"
+    )

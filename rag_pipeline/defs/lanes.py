@@ -16,6 +16,7 @@ STAGES = ("chunks", "embeddings", "retrieval", "evaluation", "index")
 
 CLEANED_NOTES = "notes/cleaned_notes.parquet"
 NOTES_PER_GROUP = 256  # the cleaned notes' row groups: reading a few notes whole skips the others
+CHUNKS_PER_GROUP = 8192  # a chunks file's row groups: a step over a whole lane holds one at a time
 QUESTIONS = "notes/questions.parquet"
 GOLD_DRIFT = "notes/gold_drift.parquet"  # published as reports/gold_drift.parquet with the summary
 ANSWERS = "answers/answers.parquet"
@@ -67,6 +68,16 @@ def shard_key(stage: str, strategy: Strategy, shard: int) -> str:
 def shard_path(strategy: Strategy, shard: int, shards: int) -> str:
     """A shard's chunks (`chunks/fixed-1000.shards/2-of-4.parquet`): the lane's file joins them."""
     return f"chunks/{strategy.name}.shards/{shard}-of-{shards}.parquet"
+
+
+def cleaned_shard_key(shard: int) -> str:
+    """`cleaned_notes_shard_2`: the cleaned notes of one shard (`RAG_SHARDS` > 1)."""
+    return f"cleaned_notes_shard_{shard}"
+
+
+def cleaned_shard_path(shard: int, shards: int) -> str:
+    """A shard's cleaned notes (`notes/cleaned_notes.shards/2-of-4.parquet`): `CLEANED_NOTES` joins them."""
+    return f"notes/cleaned_notes.shards/{shard}-of-{shards}.parquet"
 
 
 def embeddings_path(embedding_version: str, strategy: Strategy) -> str:

@@ -20,8 +20,8 @@ def leased(executor_def: dg.ExecutorDefinition, data_dir: str) -> dg.ExecutorDef
     if not data_dir.startswith("s3://"):
         return executor_def
 
-    def held(run_id: str, log: dg.DagsterLogManager, events: Iterator) -> Iterator:
-        lease = Lease(location(data_dir), run_id)
+    def held(_, run: dg.DagsterRun, log: dg.DagsterLogManager, events: Iterator) -> Iterator:
+        lease = Lease(location(data_dir), run.run_id)
         try:
             lease.take(
                 lambda other: log.warning(f"waiting: {busy_message(data_dir, other.run_id, other.where())}")

@@ -18,15 +18,19 @@ on an object-store data directory a run also holds the directory's lease (lib/co
 its first step to its end, in the run's own process under every executor (`lease.leased`), and a run of
 another instance waits for it, saying for whom. A local data directory is kept by the instance alone.
 
-A run records the shared settings and the code it was started with (`SETTINGS_TAG`, `CODE_TAG`, from
-the definitions that create it); a process whose own differ (a Celery worker started with another
-`RAG_ANALYZER`, or from another checkout) refuses its steps (`refusal`) before writing anything.
+A run records the shared settings, the code and the asset graph it was started with (`SETTINGS_TAG`,
+`CODE_TAG`, `GRAPH_TAG`, from the definitions that create it); a process whose own differ (a Celery
+worker started with another `RAG_ANALYZER` or `RAG_SHARDS`, from another checkout, or reading another
+strategies file) refuses its steps (`refusal`) before writing anything. The embedder is compared by
+its identity, not its URL (`EMBEDDER_TAG`, `defs.identity`): each machine may ask its own server.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from collections.abc import Iterable
 
 import dagster as dg
 
@@ -39,6 +43,8 @@ HOST_TAG = "rag/host"
 PROCESS_TAG = "rag/process"  # `pid@start` of the process that executes the run
 SETTINGS_TAG = "rag/settings"  # the shared settings the run was started with (JSON), `Settings.shared`
 CODE_TAG = "rag/code"  # the fingerprint of the code it was started with
+EMBEDDER_TAG = "rag/embedder"  # the embedding_version its own process embeds with (`defs.identity`)
+GRAPH_TAG = "rag/graph"  # the shape of its asset graph: assets, their code versions, checks (`graph_tag`)
 ENDED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 STARTED_WORKER = "Started process for run (pid: "  # Dagster's line when a run worker starts
 ACTIVE = [
@@ -64,6 +70,22 @@ def settings_tags(settings: Settings) -> dict[str, str]:
     return {SETTINGS_TAG: json.dumps(settings.shared(), sort_keys=True), CODE_TAG: package_fingerprint()}
 
 
+def graph_tag(assets: Iterable) -> str:
+    """The asset graph `assets` (definitions of assets, checks, sources) make, in a line: how many
+    assets and checks, and a digest of their keys and the assets' code versions (what a strategies
+    file read by another process changes)."""
+    versions, checks = [], []
+    for a in assets:
+        if isinstance(a, dg.SourceAsset):
+            versions.append((a.key.to_user_string(), ""))
+            continue
+        versions += [(k.to_user_string(), a.code_versions_by_key.get(k) or "") for k in a.keys]
+        checks += [c.to_user_string() for c in a.check_keys]
+    versions, checks = sorted(versions), sorted(checks)
+    digest = hashlib.sha256(json.dumps([versions, checks]).encode()).hexdigest()[:12]
+    return f"{len(versions)} assets, {len(checks)} checks, {digest}"
+
+
 def ended(run: dg.DagsterRun) -> str | None:
     """Why a step of `run` must not start now, in one line: the run has ended, marked failed or
     canceled (a step queued on a worker before that, or delivered again); None while it runs. Asked
@@ -86,13 +108,19 @@ def refusal(run: dg.DagsterRun, own: dict[str, str]) -> str | None:
         )
     recorded, here = json.loads(run.tags[SETTINGS_TAG]), json.loads(own[SETTINGS_TAG])
     differ = sorted(name for name in recorded.keys() | here.keys() if recorded.get(name) != here.get(name))
-    if not differ:
-        return None
-    values = "; ".join(
-        f"{name}={here.get(name, shared_default(name))} here, {recorded.get(name, shared_default(name))} in the run"
-        for name in differ
-    )
-    return f"{values}: start this worker with the run's settings (the launcher's RAG_* variables)"
+    if differ:
+        values = "; ".join(
+            f"{name}={here.get(name, shared_default(name))} here, "
+            f"{recorded.get(name, shared_default(name))} in the run"
+            for name in differ
+        )
+        return f"{values}: start this worker with the run's settings (the launcher's RAG_* variables)"
+    if GRAPH_TAG in own and run.tags.get(GRAPH_TAG, own[GRAPH_TAG]) != own[GRAPH_TAG]:
+        return (
+            f"the asset graph here ({own[GRAPH_TAG]}) is not the run's ({run.tags[GRAPH_TAG]}), with the "
+            "same settings and code: a file the definitions read (RAG_STRATEGY_FILE's) differs here"
+        )
+    return None
 
 
 def here_tags() -> dict[str, str]:
@@ -142,6 +170,12 @@ def unfinished_steps(instance: dg.DagsterInstance, run_id: str) -> list[str]:
         if event is not None and event.step_key:
             started[event.step_key] = event.event_type == dg.DagsterEventType.STEP_START
     return [step for step, running in started.items() if running]
+
+
+def ended_steps(instance: dg.DagsterInstance, run_id: str) -> set[str]:
+    """The steps of a run that ended (succeeded, failed or were skipped)."""
+    records = instance.get_records_for_run(run_id, of_type=STEP_ENDS).records
+    return {r.event_log_entry.step_key for r in records if r.event_log_entry.step_key}
 
 
 def end_dead_runs(instance: dg.DagsterInstance) -> list[str]:

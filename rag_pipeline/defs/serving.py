@@ -19,7 +19,7 @@ from rag_pipeline.defs.resources import (
     ServingResource,
 )
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.core import content_version, write_table
+from rag_pipeline.lib.core import ColumnRows, content_version, parquet_file, write_table
 from rag_pipeline.lib.core.fingerprint import fingerprint, logic
 from rag_pipeline.lib.embedding import Embedder
 from rag_pipeline.lib.evaluation import to_markdown
@@ -123,14 +123,18 @@ def verdict(frame: pd.DataFrame) -> dg.AssetCheckResult:
 
 @logic
 def served_rows(store: DataStore, model: Embedder, strategy: Strategy) -> LazyRows:
-    """The rows the strategy's served table holds: its chunks with their vectors, read from the
-    lane's embeddings as the table takes them, and the embedding_version that made them."""
-    chunks = store.read(lanes.lane_path("chunks", strategy))
+    """The rows the strategy's served table holds: its chunks with their vectors, the texts and
+    vectors read from the lane's files as the table takes them (a row group at a time), and the
+    embedding_version that made them."""
+    path = store.path(lanes.lane_path("chunks", strategy))
+    light = [c for c in parquet_file(path).schema_arrow.names if c != "text"]
+    chunks = store.read(lanes.lane_path("chunks", strategy), columns=light)
     ids = chunks["chunk_id"].tolist()
     vectors, _ = lanes.read_vectors(
         store, model.embedding_version, model.dim, strategy, ids, contextual=False
     )
-    return LazyRows(chunks.assign(embedding_version=model.embedding_version), vectors)
+    texts = ColumnRows(path, "text")
+    return LazyRows(chunks.assign(embedding_version=model.embedding_version), vectors, texts)
 
 
 def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.AssetsDefinition:

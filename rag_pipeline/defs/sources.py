@@ -12,9 +12,9 @@ import pandas as pd
 from rag_pipeline.defs import lanes
 from rag_pipeline.defs.assets import stage_asset
 from rag_pipeline.defs.conditions import OBSERVE
-from rag_pipeline.defs.lineage import materialized
+from rag_pipeline.defs.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
-from rag_pipeline.lib.core import content_version, rebuild_by_note
+from rag_pipeline.lib.core import content_version, joined_in_order, note_buckets, rebuild_by_note
 from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.release import narrow_live
 from rag_pipeline.lib.sources import (
@@ -171,37 +171,91 @@ def withhold(
     return len(revoked.notes)
 
 
-@stage_asset(
-    "cleaned_notes",
-    group="sources",
-    deps=["source_notes"],
-    description="Plain text per note (code, markup and front matter removed) with every heading's span; "
-    "a note whose blob sha and cleaner version are unchanged is taken from the previous build.",
-)
-def cleaned_notes(context: dg.AssetExecutionContext, store: DataStore):
-    source = store.read(lanes.SOURCE_NOTES)
-    previous = store.previous(lanes.CLEANED_NOTES)
+@logic
+def clean(context: dg.AssetExecutionContext, store: DataStore, source: pd.DataFrame, relative: str):
+    """The cleaned rows of `source`'s notes into the file at `relative`, reusing its previous rows of
+    notes whose blob sha and cleaner version are unchanged: the frame, its path, what was rebuilt."""
     frame, changes = rebuild_by_note(
-        previous,
+        store.previous(relative),
         source.assign(cleaner_version=CLEANER_VERSION),
         key=["source_version", "cleaner_version"],
         build=cleaned_rows,
         refresh={"commit": "commit", "path": "path", "note_commit": "note_commit"},
     )
+    if not len(frame):  # a shard that holds no note
+        frame = pd.DataFrame({c: pd.Series(dtype=str) for c in [*CLEANED_VERSIONS, "path", "text"]})
+        frame["n_chars"] = pd.Series(dtype=int)
     empty = sorted(frame.loc[frame["text"].str.strip() == "", "path"])
     if empty:
         context.log.warning(f"{len(empty)} note(s) hold no text after cleaning: {', '.join(empty)}")
     context.log.info(f"cleaned notes: {changes.counts()}")
     # row groups of a few notes: a chunker reads the whole rows of the notes it rebuilds only
-    path = store.write(frame, lanes.CLEANED_NOTES, row_group_size=lanes.NOTES_PER_GROUP)
-    return materialized(
-        # not the commit: a commit that changes no note's text stales nothing downstream
-        content_version(frame, ["note", "source_version", "cleaner_version", "note_commit"]),
-        {
-            "notes": len(frame),
-            "chars": int(frame["n_chars"].sum()),
-            "notes_empty": len(empty),
-            **changes.counts(),
-        },
-        files=[path],
+    path = store.write(frame, relative, row_group_size=lanes.NOTES_PER_GROUP)
+    metadata = {"notes": len(frame), "chars": int(frame["n_chars"].sum()), "notes_empty": len(empty)}
+    return frame, path, metadata | changes.counts()
+
+
+CLEANED_DESCRIPTION = (
+    "Plain text per note (code, markup and front matter removed) with every heading's span; a note "
+    "whose blob sha and cleaner version are unchanged is taken from the previous build."
+)
+CLEANED_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]  # not the commit: a
+# commit that changes no note's text stales nothing downstream
+
+
+def cleaned_assets(shards: int) -> list[dg.AssetsDefinition]:
+    """The cleaned notes: one step, or (`RAG_SHARDS` > 1) a step per shard of the notes, which any
+    worker takes, and the one that joins their files."""
+    if shards == 1:
+        return [cleaned_notes]
+    return [*(cleaned_shard_asset(k, shards) for k in range(shards)), joined_cleaned_asset(shards)]
+
+
+@stage_asset("cleaned_notes", group="sources", deps=["source_notes"], description=CLEANED_DESCRIPTION)
+def cleaned_notes(context: dg.AssetExecutionContext, store: DataStore):
+    frame, path, metadata = clean(context, store, store.read(lanes.SOURCE_NOTES), lanes.CLEANED_NOTES)
+    return materialized(content_version(frame, CLEANED_VERSIONS), metadata, files=[path])
+
+
+def cleaned_shard_asset(shard: int, shards: int) -> dg.AssetsDefinition:
+    @stage_asset(
+        lanes.cleaned_shard_key(shard),
+        group="sources",
+        deps=["source_notes"],
+        config=lambda: config_digest((shard, shards)),  # which notes the shard holds
+        first=True,  # the shards lead to the embedding
+        description=f"The cleaned notes of shard {shard} of {shards} (by a hash of the note's name). "
+        + CLEANED_DESCRIPTION,
     )
+    def _cleaned(context: dg.AssetExecutionContext, store: DataStore):
+        names = store.read(lanes.SOURCE_NOTES, columns=["note"])["note"].tolist()
+        mine = [n for n, b in zip(names, note_buckets(names, shards)) if b == shard]
+        source = store.read(lanes.SOURCE_NOTES, filters=[("note", "in", mine)]) if mine else None
+        source = source if source is not None else store.read(lanes.SOURCE_NOTES).head(0)
+        frame, path, metadata = clean(context, store, source, lanes.cleaned_shard_path(shard, shards))
+        return materialized(content_version(frame, CLEANED_VERSIONS), metadata, files=[path])
+
+    return _cleaned
+
+
+def joined_cleaned_asset(shards: int) -> dg.AssetsDefinition:
+    """The cleaned notes' file from its shards' files, in the source notes' order: the rows one step
+    would write, merged a row group at a time (the step never holds every note's text)."""
+
+    @stage_asset(
+        "cleaned_notes",
+        group="sources",
+        deps=["source_notes", *(lanes.cleaned_shard_key(k) for k in range(shards))],
+        config=lambda: config_digest(shards),
+        description=f"{CLEANED_DESCRIPTION} Joined from its {shards} shards.",
+    )
+    def _cleaned(context: dg.AssetExecutionContext, store: DataStore):
+        notes = store.read(lanes.SOURCE_NOTES, columns=["note"])["note"].tolist()
+        parts = [store.path(lanes.cleaned_shard_path(k, shards)) for k in range(shards)]
+        path = store.path(lanes.CLEANED_NOTES)
+        joined_in_order(parts, "note", notes, path, lanes.NOTES_PER_GROUP)
+        written = store.read(lanes.CLEANED_NOTES, columns=[*CLEANED_VERSIONS, "n_chars"])
+        metadata = {"notes": len(written), "chars": int(written["n_chars"].sum()), "shards": shards}
+        return materialized(content_version(written, CLEANED_VERSIONS), metadata, files=[path])
+
+    return _cleaned

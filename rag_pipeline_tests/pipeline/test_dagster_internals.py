@@ -106,8 +106,8 @@ AROUND: list[str] = []  # what `around_job`'s run did, in order
 def around_job() -> dg.JobDefinition:
     """A job of one op whose in-process executor passes each run through `around`."""
 
-    def around(run_id, log, events):
-        AROUND.append(f"before {run_id}")
+    def around(instance, run, log, events):
+        AROUND.append(f"before {run.run_id}")
         yield from events
         AROUND.append("after")
 
@@ -123,10 +123,21 @@ def around_job() -> dg.JobDefinition:
 
 
 def test_an_executor_runs_each_whole_run_inside_around_and_keeps_its_name_and_schema():
-    wrapped = internals.around_runs(dg.multiprocess_executor, lambda run_id, log, events: events)
+    wrapped = internals.around_runs(dg.multiprocess_executor, lambda instance, run, log, events: events)
     assert wrapped.name == "multiprocess"
     assert wrapped.config_schema is dg.multiprocess_executor.config_schema
     assert wrapped.get_requirements({}) == dg.multiprocess_executor.get_requirements({})
     with dg.instance_for_test() as instance:
         result = dg.execute_job(dg.reconstructable(around_job), instance)
     assert result.success and [f"before {result.run_id}", "step", "after"] == AROUND
+
+
+def test_a_wrapped_executor_answers_for_the_executor_it_wraps():
+    """dagster-celery's execution loop asks its executor for `app_args()`: the wrapper passes every
+    attribute it does not have to the executor inside (RAG_EXECUTOR=celery on an s3:// directory)."""
+    from dagster_celery.executor import CeleryExecutor
+
+    inner = CeleryExecutor.for_cli(broker="redis://127.0.0.1:1/0", backend="redis://127.0.0.1:1/1")
+    wrapped = internals._AroundExecutor(inner, lambda instance, run, log, events: events)
+    assert wrapped.app_args() == inner.app_args() and wrapped.broker == "redis://127.0.0.1:1/0"
+    assert wrapped.retries is inner.retries

@@ -14,17 +14,22 @@ import yaml
 
 from rag_pipeline.cli import celery_yaml
 from rag_pipeline.cli.progress import Progress, user_message
+from rag_pipeline.definitions import build_resources
 from rag_pipeline.defs.executors import VISIBILITY_MARGIN_S, celery_config
+from rag_pipeline.defs.identity import identified
 from rag_pipeline.defs.lanes import SOURCE_NOTES
-from rag_pipeline.defs.runs import CODE_TAG, SETTINGS_TAG, ended, refusal, settings_tags
+from rag_pipeline.defs.resources import EmbedderResource
+from rag_pipeline.defs.runs import CODE_TAG, EMBEDDER_TAG, SETTINGS_TAG, ended, refusal, settings_tags
 from rag_pipeline.settings import VARS, Settings
-from rag_pipeline_tests.support.runs import project_definitions
+from rag_pipeline_tests.fakes.ollama import FakeOllama
+from rag_pipeline_tests.support.runs import forget_reconstructed_jobs, project_definitions
 
 SMALL = {"RAG_EMBEDDER": "hashing", "RAG_STRATEGIES": "section", "RAG_RETRIEVERS": "dense"}
 FIRST = [dg.AssetKey("source_notes"), dg.AssetKey("cleaned_notes")]
 # a value other than the default of each setting that is not shared (`Var.shared`)
 NOT_SHARED = {
     "RAG_TEST_LOOKS": "3",
+    "RAG_EMBED_URL": "http://127.0.0.1:11435",
     "RAG_EMBED_BATCH_SIZE": "4",
     "RAG_EMBED_CONCURRENCY": "3",
     "RAG_EMBED_TIMEOUT": "5",
@@ -189,6 +194,62 @@ def test_follow_passes_what_the_watch_says(tmp_path):
 
         follow(instance, "r1", Progress(echo=lambda text="", end="\n": shown.append(text)), done, watch)
     assert seen == [run.run_id] and shown == [f"  LOST  step: of {run.run_id}"]
+
+
+def embedding_job() -> dg.JobDefinition:
+    """A job of one op that embeds a text with the embedder RAG_EMBED_URL names (a worker's), its
+    executor recording the one LAUNCHER_EMBED_URL names (the run's own process's)."""
+    own = build_resources(Settings.from_env(os.environ))
+    launcher = build_resources(
+        Settings.from_env(os.environ | {"RAG_EMBED_URL": os.environ["LAUNCHER_EMBED_URL"]})
+    )
+
+    @dg.op
+    def embed(embedder: EmbedderResource) -> None:
+        embedder.get().embed(["a passage"], "passage")
+
+    executor = identified(
+        dg.in_process_executor.configured({}), launcher["embedder"]
+    )  # not the one it leaves be
+
+    @dg.job(executor_def=executor, resource_defs={"embedder": own["embedder"]})
+    def embedding():
+        embed()
+
+    return embedding
+
+
+def test_the_embedder_is_compared_by_what_it_is_not_by_its_url(tmp_path, monkeypatch):
+    """Another server of the run's model is accepted (a server per machine); a server of another
+    model (its digest) is refused before anything is embedded."""
+    with (
+        FakeOllama() as launcher,
+        FakeOllama() as same,
+        FakeOllama() as other,
+        dg.instance_for_test() as instance,
+    ):
+        other.digest = "sha256:another"
+        env = {"RAG_EMBEDDER": "ollama", "RAG_EMBED_MODEL": "bge-m3", "RAG_DATA_DIR": str(tmp_path)}
+        for name, value in (env | {"LAUNCHER_EMBED_URL": launcher.url}).items():
+            monkeypatch.setenv(name, value)
+        results = {}
+        for server in (same, other):
+            monkeypatch.setenv("RAG_EMBED_URL", server.url)
+            forget_reconstructed_jobs()  # built again from the environment now
+            results[server] = dg.execute_job(
+                dg.reconstructable(embedding_job), instance, raise_on_error=False
+            )
+        runs = [instance.get_run_by_id(r.run_id) for r in results.values()]
+    recorded = "ollama:bge-m3@sha256:0123456789ab|dim=8|l2|q=''|p=''"
+    assert [run.tags[EMBEDDER_TAG] for run in runs] == [recorded, recorded]
+    assert results[same].success and len(same.requests) == 1
+    assert not results[other].success and other.requests == []
+    [failure] = [e for e in results[other].all_events if e.event_type_value == "STEP_FAILURE"]
+    assert user_message(failure.step_failure_data.error) == (
+        f"the embedder here (ollama {other.url} model 'bge-m3': ollama:bge-m3@sha256:another|dim=8|l2|q=''|p='') "
+        f"is not the run's ({recorded}): give this process the run's model (RAG_EMBEDDER, RAG_EMBED_MODEL; its "
+        "RAG_EMBED_URL may name a server of its own)"
+    )
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -1,15 +1,16 @@
 """RAG_SHARDS: each strategy's notes chunked and embedded in N steps that the executor runs side by
-side. On the bundled corpus through an embedding server that takes 1 s a request (a protocol
-stand-in on 127.0.0.1, fakes/openai_embed.py), one request at a time per step, under the
-multiprocess executor: 4 shards have several passage requests in flight at once, 1 shard never more
-than one; both builds give the same reports, and after a one-note commit the sharded build embeds
-only that note's new texts."""
+side, and the notes cleaned in N steps. On the bundled corpus through an embedding server that
+takes 1 s a request (a protocol stand-in on 127.0.0.1, fakes/openai_embed.py), one request at a time
+per step, under the multiprocess executor: 4 shards have several passage requests in flight at once,
+1 shard never more than one; both builds give the same reports, cleaned notes and chunks files and
+data versions, and after a one-note commit the sharded build embeds only that note's new texts."""
 
 import dagster as dg
 import pandas as pd
 import pytest
 
 from rag_pipeline.definitions import reconstructable_job
+from rag_pipeline.defs.dagster_internals import latest_data_version
 from rag_pipeline.lib.core import note_buckets
 from rag_pipeline.lib.sources import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS
@@ -24,6 +25,7 @@ from rag_pipeline_tests.support.runs import (
 )
 
 NOTE = "content/notes/caching/cache-stampede/index.md"
+JOINED = ["cleaned_notes", "chunks_section"]  # one step, or a step per shard and one that joins them
 ADDED = "\n\n## 追記\n\nロックの期限が切れると、待っていた全員が一度にオリジンへ向かいます。\n"
 
 
@@ -52,7 +54,7 @@ def test_shards_embed_side_by_side_and_give_the_reports_of_one_step(tmp_path, mo
         dg.DagsterInstance.local_temp(str(tmp_path / "home")) as instance,
         FakeOpenAIEmbeddings(delay=1.0) as server,  # one URL: the server is part of the vectors' lineage
     ):
-        most = {}
+        most, versions = {}, {}
         for shards in (1, 4):
             data = tmp_path / f"shards-{shards}"
             server.spans.clear()
@@ -63,7 +65,15 @@ def test_shards_embed_side_by_side_and_give_the_reports_of_one_step(tmp_path, mo
             )
             passages = set(pd.read_parquet(data / "chunks" / "section.parquet")["text"])
             most[shards] = most_at_once(server.spans, passages)
+            versions[shards] = {k: latest_data_version(instance, dg.AssetKey(k)) for k in JOINED}
         assert most[1] == 1 and most[4] >= 2, most
+        # the files the shards' steps are joined into: the rows and data versions one step gives
+        assert versions[4] == versions[1], versions
+        for joined in ("notes/cleaned_notes.parquet", "chunks/section.parquet"):
+            pd.testing.assert_frame_equal(
+                pd.read_parquet(tmp_path / "shards-4" / joined),
+                pd.read_parquet(tmp_path / "shards-1" / joined),
+            )
         assert_same_reports(tmp_path / "shards-4" / "reports", tmp_path / "shards-1" / "reports")
         for name in ("evaluation_summary", "question_ranks"):
             pd.testing.assert_frame_equal(

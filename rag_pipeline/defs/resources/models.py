@@ -8,10 +8,12 @@ from pathlib import Path
 import dagster as dg
 import numpy as np
 import pandas as pd
+from pydantic import PrivateAttr
 
 from rag_pipeline.defs.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.resources.data import DataStore
+from rag_pipeline.defs.runs import EMBEDDER_TAG
 from rag_pipeline.lib.answers import LLM, make_llm
 from rag_pipeline.lib.core import AnyPath, write_bytes
 from rag_pipeline.lib.core.fingerprint import logic
@@ -26,10 +28,12 @@ from rag_pipeline.lib.embedding import (
     make_embedder,
 )
 from rag_pipeline.lib.judging import Judge, make_judge
+from rag_pipeline.settings import SettingsError
 
 DEFAULT_CHAT_MODELS = {"ollama": "qwen3:4b"}
-# how fast or patiently vectors are fetched: no part of what they are
-FETCHING = {"store", "batch_size", "concurrency", "timeout", "max_retries", "threads", "api_key_env"}
+# where, how fast or patiently vectors are fetched: no part of what they are (the model's identity,
+# its digest from the server among it, is in `embedding_version`, and compared across processes)
+FETCHING = {"store", "url", "batch_size", "concurrency", "timeout", "max_retries", "threads", "api_key_env"}
 
 
 @logic
@@ -77,16 +81,31 @@ class EmbedderResource(FromSettings):
     timeout: float = setting("embed_timeout")
     max_retries: int = setting("embed_retries")
     threads: int | None = None
+    _run_embedder: str | None = PrivateAttr(default=None)  # the run's embedder (`EMBEDDER_TAG`), if recorded
 
     def version(self) -> str:
-        """What the vectors depend on (not how fast or patiently they are fetched)."""
+        """What the vectors depend on (not where, how fast or patiently they are fetched)."""
         return config_digest(self.model_dump(exclude=FETCHING))
 
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        # as stored now: the run's process records it once the run has started
+        run = context.instance.get_run_by_id(context.run.run_id) if context.run and context.instance else None
+        self._run_embedder = run.tags.get(EMBEDDER_TAG) if run is not None else None
+
     def get(self) -> Embedder:
+        """The embedder; in a step of a run whose own process recorded another one (`defs.identity`:
+        this process was started with another model, or its server serves another), a refusal."""
         fields = self.model_dump(exclude={"store"}) | {"model_revision": self.revision}
         options = {"backend": self.backend} | {o: fields[o] for o in embedder_backend(self.backend).options}
         identities = self.store.path("vectors", "identities.json")
-        return _embedder(json.dumps(options, sort_keys=True), identities)
+        model = _embedder(json.dumps(options, sort_keys=True), identities)
+        if self._run_embedder not in (None, model.embedding_version):
+            raise SettingsError(
+                f"the embedder here ({model.where()}: {model.embedding_version}) is not the run's "
+                f"({self._run_embedder}): give this process the run's model (RAG_EMBEDDER, RAG_EMBED_MODEL; "
+                "its RAG_EMBED_URL may name a server of its own)"
+            )
+        return model
 
     def vector_store(self) -> VectorStore:
         """The content-addressed vectors of the configured embedder, under the data directory."""

@@ -18,6 +18,7 @@ from rag_pipeline.lib.core.localfile import DiskFullError
 from rag_pipeline.lib.core.locks import DirectoryLock
 from rag_pipeline.lib.core.names import closest, edit_distance, fold
 from rag_pipeline.lib.core.publish import publish_directory
+from rag_pipeline.lib.core.rowgroups import ColumnRows, joined_in_order, merged_in_order
 from rag_pipeline.lib.core.segments import VERSION_FILE, SegmentStore, text_hash, version_dir, version_key
 from rag_pipeline.lib.core.storage import (
     AnyPath,
@@ -28,6 +29,7 @@ from rag_pipeline.lib.core.storage import (
     parquet_file,
     read_frame,
     read_table,
+    regrouped,
     shown_path,
     storage_options,
     table_bytes,
@@ -48,6 +50,7 @@ __all__ = [
     "UNAUTHORIZED",
     "VERSION_FILE",
     "AnyPath",
+    "ColumnRows",
     "DirectoryLock",
     "DiskFullError",
     "Fence",
@@ -64,9 +67,11 @@ __all__ = [
     "edit_distance",
     "fold",
     "in_note_order",
+    "joined_in_order",
     "leaked_rows",
     "location",
     "may_read",
+    "merged_in_order",
     "note_buckets",
     "parquet_file",
     "publish_directory",
@@ -76,6 +81,7 @@ __all__ = [
     "readable_mask",
     "readable_units",
     "rebuild_by_note",
+    "regrouped",
     "shown_path",
     "storage_options",
     "table_bytes",

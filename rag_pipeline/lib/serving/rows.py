@@ -40,19 +40,25 @@ def serving_rows(frame: pd.DataFrame, vectors: np.ndarray) -> pa.Table:
 class LazyRows:
     """The rows a table should hold, built only where a sync needs them: `keys()` (chunk_id and
     the MUTABLE columns) for every row, `take(positions)` (every field) for the rows it writes.
-    `vectors` is indexed by position (an array, or a lane file read by row group)."""
+    `vectors` is indexed by position (an array, or a lane file read by row group), and so is `texts`
+    when the frame leaves the texts out (a chunks file's column read by row group): a whole lane's
+    rows are then never held at once."""
 
-    def __init__(self, frame: pd.DataFrame, vectors):
+    def __init__(self, frame: pd.DataFrame, vectors, texts=None):
         if len(frame) != len(vectors):
             raise ValueError(f"serving rows: {len(frame)} chunks but {len(vectors)} vectors")
         self.frame, self.vectors, self.dim = frame.reset_index(drop=True), vectors, vectors.shape[1]
+        self.texts = texts
         self.num_rows = len(frame)
 
     def keys(self) -> pd.DataFrame:
         return self.frame[["chunk_id", *MUTABLE]]
 
     def take(self, positions: np.ndarray) -> pa.Table:
-        return serving_rows(self.frame.iloc[positions], self.vectors[positions])
+        frame = self.frame.iloc[positions]
+        if self.texts is not None:
+            frame = frame.assign(text=self.texts[positions])
+        return serving_rows(frame, self.vectors[positions])
 
 
 class WholeRows(LazyRows):
