@@ -12,7 +12,7 @@ def test_an_unknown_variable_names_the_closest_setting():
     env = {"RAG_EMBEDER": "hashing", "RAG_QUESTION": "q.json", "RAG_FROBNICATE": "1", "RAG_EMBEDDER": "x"}
     assert unknown_variables(env) == [
         "warning: RAG_EMBEDER is not a setting; did you mean RAG_EMBEDDER?",
-        "warning: RAG_FROBNICATE is not a setting; the settings are listed in rag_pipeline/settings/__init__.py",
+        "warning: RAG_FROBNICATE is not a setting; the settings are listed in rag_pipeline/settings/stages.py or operations.py",
         "warning: RAG_QUESTION is not a setting; did you mean RAG_QUESTIONS?",
     ]
 

@@ -88,7 +88,9 @@ LOGIC = {
     "nDCG: its discount": Edit(
         "lib/evaluation/metrics.py", "np.log2(r + 1) for r in", "np.log2(r + 2) for r in"
     ),
-    "extractive answerer: its threshold": Edit("lib/answers/llm.py", '"hashing": 0.47', '"hashing": 0.6'),
+    "extractive answerer: its threshold": Edit(
+        "lib/answers/extractive.py", '"hashing": 0.47', '"hashing": 0.6'
+    ),
     "rules judge: a declining answer": Edit(
         "lib/judging/rules.py", 'YES, "declines: no claim"', 'NO, "declines: no claim"'
     ),

@@ -49,7 +49,7 @@ def first_function_edited(root: Path, addition: str) -> None:
 
 
 NO_LOGIC = {  # file: (text, another text)
-    "rag_pipeline/settings/__init__.py": (
+    "rag_pipeline/settings/stages.py": (
         '"comma-separated strategy names (default: the built-in six)"',
         '"strategy names, separated by commas"',
     ),

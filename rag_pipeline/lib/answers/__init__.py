@@ -1,16 +1,14 @@
 """Answers with citations: prompts, the answer backends, the answer cache, scoring."""
 
 from rag_pipeline.lib.answers.cache import AnswerCache, answer_all, reply_texts, reuse_line
+from rag_pipeline.lib.answers.extractive import ANSWERERS, ExtractiveLLM, make_llm, sentences
 from rag_pipeline.lib.answers.llm import (
     LLM,
     ChatLLM,
-    ExtractiveLLM,
     LLMError,
     OllamaLLM,
     OpenAILLM,
     Sampling,
-    make_llm,
-    sentences,
     split_thinking,
 )
 from rag_pipeline.lib.answers.prompts import ABSTAIN, PROMPT_VERSION, Prompt, make_prompt
@@ -28,6 +26,7 @@ from rag_pipeline.lib.answers.units import NONE, ORACLE, Unit, context_units, or
 
 __all__ = [
     "ABSTAIN",
+    "ANSWERERS",
     "BASELINE_STRATEGY",
     "LLM",
     "NONE",
