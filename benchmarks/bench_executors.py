@@ -93,7 +93,7 @@ def main() -> None:
             "RAG_QUESTIONS": str(root / "questions.json"),
             "RAG_EMBEDDER": args.embedder,
             # word salad: its vectors nearly tie, so the served tables are searched exactly
-            "RAG_ANN_MIN_ROWS": str(10**9),
+            "RAG_ANN_MIN_ROWS": str(10**8),
         }
         shards = [int(n) for n in args.shards.split(",") if n]
         server = FakeOpenAIEmbeddings(delay=args.delay) if shards else nullcontext()

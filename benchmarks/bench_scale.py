@@ -95,7 +95,7 @@ def main() -> None:
             "RAG_SHARDS": str(args.shards),
             "RAG_STRATEGIES": args.strategies,
             "RAG_RETRIEVERS": args.retrievers,
-            "RAG_ANN_MIN_ROWS": str(10**9),  # word salad: searched exactly (see bench_incremental)
+            "RAG_ANN_MIN_ROWS": str(10**8),  # word salad: searched exactly (see bench_incremental)
             "RAG_RETRY_AFTER": "0",
         }
         graph = build_definitions(Settings.from_env(env)).resolve_asset_graph()
