@@ -6,6 +6,7 @@ the settings alone, so a question pays no Dagster import."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -112,9 +113,19 @@ class AnswerConfig(SettingFields):
     concurrency: int = 1
 
     def llm(self) -> LLM:
-        if self.backend == "extractive":
-            return make_llm("extractive", embedder=make_embedder(self.model or "hashing"))
-        return make_llm(self.backend, **chat_options(self))
+        return make_llm(self.backend, **backend_options(ANSWERER_OPTIONS, self))
+
+
+@logic
+def backend_options(offline: dict[str, Callable[[Any], dict]], config: Any) -> dict:
+    """The options of `config.backend`: an offline backend's from its entry in `offline`, a chat
+    server's (any other) from `chat_options`."""
+    return offline.get(config.backend, chat_options)(config)
+
+
+# the offline backends of each family, and the options each takes from its configuration
+ANSWERER_OPTIONS = {"extractive": lambda config: {"embedder": make_embedder(config.model or "hashing")}}
+JUDGE_OPTIONS = {"rules": lambda config: {}}
 
 
 @logic

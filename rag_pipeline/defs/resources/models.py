@@ -17,7 +17,7 @@ from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.embedding import Embedder, Kind, Progress, VectorStore, embed_missing
 from rag_pipeline.lib.judging import Judge, make_judge
 from rag_pipeline.settings import SettingsError
-from rag_pipeline.settings.models import AnswerConfig, EmbedderConfig, chat_options
+from rag_pipeline.settings.models import JUDGE_OPTIONS, AnswerConfig, EmbedderConfig, backend_options
 
 # where, how fast or patiently vectors are fetched: no part of what they are (the model's identity,
 # its digest from the server among it, is in `embedding_version`, and compared across processes)
@@ -135,7 +135,7 @@ class JudgeResource(FromSettings):
         return config_digest(judge, self.labels_sha256())
 
     def get(self) -> Judge:
-        options = {} if self.backend == "rules" else chat_options(self)
+        options = backend_options(JUDGE_OPTIONS, self)
         return make_judge(self.backend, self.store.path("judge_cache"), **options)
 
     def times(self, judge: Judge) -> int:
