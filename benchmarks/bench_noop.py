@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 NOOP = [sys.executable, "-m", "rag_pipeline.run"]
 DAGSTER = [sys.executable, "-c", "import dagster"]
@@ -37,24 +38,38 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} (min {min(values):.2f}, max {max(values):.2f})"
 
 
+def paired(
+    a: tuple[str, list[str]], b: tuple[str, list[str]], pairs: int, check: Callable[[str], None]
+) -> None:
+    """The commands `a` and `b` (each a name and its command line) in turn, `pairs` times after one
+    pair not counted (it warms the disk cache and the fingerprints' cache), `check` given what `a`
+    printed; prints their CPU and wall times and the ratio a / b pair by pair."""
+    rows = []
+    for pair in range(pairs + 1):
+        a_cpu, a_wall, said = timed(a[1])
+        check(said)
+        b_cpu, b_wall, _ = timed(b[1])
+        if pair:
+            rows.append((a_cpu, b_cpu, a_wall, b_wall))
+    a_cpu, b_cpu, a_wall, b_wall = (list(c) for c in zip(*rows))
+    width = max(len(a[0]), len(b[0]))
+    print(f"{pairs} pairs, median (min, max); load average {os.getloadavg()[0]:.1f}")
+    print(f"{a[0]:{width}}  CPU s {spread(a_cpu)}  wall s {spread(a_wall)}")
+    print(f"{b[0]:{width}}  CPU s {spread(b_cpu)}  wall s {spread(b_wall)}")
+    print(f"{'ratio, pair by pair':{width}}  CPU {spread([x / y for x, y in zip(a_cpu, b_cpu)])}  ", end="")
+    print(f"wall {spread([x / y for x, y in zip(a_wall, b_wall)])}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=7, help="counted pairs, after one not counted")
     args = parser.parse_args(argv)
-    rows = []
-    for pair in range(args.pairs + 1):
-        noop_cpu, noop_wall, said = timed(NOOP)
+
+    def noop(said: str) -> None:
         if "nothing is stale" not in said:
             raise SystemExit(f"not a no-op (run `make run` first, in this environment):\n{said[-2000:]}")
-        dagster_cpu, dagster_wall, _ = timed(DAGSTER)
-        if pair:  # the first pair warms the disk cache and the fingerprints' cache
-            rows.append((noop_cpu, dagster_cpu, noop_wall, dagster_wall))
-    noop_cpu, dagster_cpu, noop_wall, dagster_wall = (list(c) for c in zip(*rows))
-    print(f"{args.pairs} pairs, median (min, max)")
-    print(f"no-op make run         CPU s {spread(noop_cpu)}  wall s {spread(noop_wall)}")
-    print(f"python -c 'import dagster' CPU s {spread(dagster_cpu)}  wall s {spread(dagster_wall)}")
-    print(f"ratio, pair by pair    CPU {spread([a / b for a, b in zip(noop_cpu, dagster_cpu)])}  ", end="")
-    print(f"wall {spread([a / b for a, b in zip(noop_wall, dagster_wall)])}")
+
+    paired(("no-op make run", NOOP), ("python -c 'import dagster'", DAGSTER), args.pairs, noop)
 
 
 if __name__ == "__main__":

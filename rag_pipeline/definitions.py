@@ -111,7 +111,7 @@ def build_assets(
                 questions.questions_asset(resources),
                 *lanes,
                 evaluation.summary_asset(strategies, resources, kept),
-                serving.evaluation_asset(strategies, resources),
+                serving.serving_evaluation_asset(strategies, resources),
                 costs.costs_asset(strategies, resources),
                 costs.budgets_asset(resources),
                 answers.answers_asset(strategies, baseline, served, resources),

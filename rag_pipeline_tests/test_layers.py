@@ -1,8 +1,8 @@
 """The import structure: no circle between modules, and no import from a lower layer to a higher one.
 
 Layers, lowest first: the lib packages in stage order (core ... serving, release, asks), then `settings`, then
-`defs`, then `definitions`, then the command-line modules. `lib` imports no Dagster; LanceDB is imported
-behind the served-store seam only."""
+`defs`, then `definitions`, then the command-line modules. `lib` imports no Dagster, and neither does
+any module `ask` reaches; LanceDB is imported behind the served-store seam only."""
 
 import ast
 import re
@@ -98,6 +98,37 @@ def test_lib_imports_no_dagster():
         if m.startswith("rag_pipeline.lib") and any(n.startswith("dagster") for n in packages(p))
     ]
     assert not users
+
+
+def reached(module: str) -> set[str]:
+    """The project modules importing `module` imports, itself and their packages included."""
+    found, todo = set(), [module]
+    while todo:
+        current = todo.pop()
+        parts = current.split(".")
+        for name in (".".join(parts[:n]) for n in range(1, len(parts) + 1)):
+            if name in MODULES and name not in found:
+                found.add(name)
+                todo += imports(MODULES[name], top_level_only=False)
+    return found
+
+
+# checks a RAG_REINDEX_CRON other than the default as Dagster's schedules do, importing Dagster then only
+ASK_EXEMPT = {"rag_pipeline.settings.parsers"}
+
+
+def test_the_ask_path_imports_no_dagster():
+    """`python -m rag_pipeline.ask` serves a question on lib, the settings and its command alone:
+    no module it reaches imports Dagster, the definitions or `defs`."""
+    path = reached("rag_pipeline.ask")
+    assert {"rag_pipeline.cli.ask", "rag_pipeline.settings.models", "rag_pipeline.lib.serving"} <= path
+    wrong = sorted(
+        m
+        for m in path - ASK_EXEMPT
+        if m.split(".")[1:2] in (["defs"], ["definitions"])
+        or any(n.startswith("dagster") for n in packages(MODULES[m]))
+    )
+    assert not wrong
 
 
 def test_lancedb_is_imported_by_two_modules_at_most():

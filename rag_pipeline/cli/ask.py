@@ -20,9 +20,11 @@ from rag_pipeline.lib.answers.units import Unit
 from rag_pipeline.lib.asks import new_record
 from rag_pipeline.lib.core import AnyPath, StorageError, location, read_frame, shown_path, unknown_group
 from rag_pipeline.lib.embedding import EmbeddingError
+from rag_pipeline.lib.questions import QUESTIONS
 from rag_pipeline.lib.release import RELEASE_DIR, ReleaseError, read_current, released_table
 from rag_pipeline.lib.serving import LiveTable, RevokedError, ServedTable, search_rows, table_key
 from rag_pipeline.settings import Settings, SettingsError
+from rag_pipeline.settings.models import AnswerConfig, EmbedderConfig
 
 COLUMNS = ["chunk_id", "note", "heading_path", "text", "commit"]
 
@@ -40,8 +42,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def known_groups(table: ServedTable, data_dir: AnyPath) -> set[str]:
     """Every group a note of the live table or a question of the last build names."""
-    from rag_pipeline.defs.lanes import QUESTIONS  # Dagster is loaded by now: `build_resources`
-
     access = table.read(["access"])["access"]
     known = set(pc.unique(pc.list_flatten(access)).to_pylist())
     if (data_dir / QUESTIONS).exists():
@@ -76,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def answer(args: argparse.Namespace, settings: Settings) -> int:
     """Search the live release and answer; returns the exit status."""
-    from rag_pipeline.definitions import build_resources
-
     data_dir = location(settings.data_dir)
     try:
         current = read_current(data_dir / RELEASE_DIR)  # what is live: the tags may lag behind it
@@ -97,8 +95,7 @@ def answer(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 2
-    resources = build_resources(settings)
-    embedder = resources["embedder"].get()
+    embedder = EmbedderConfig.from_settings(settings).embedder(data_dir)
     if embedder.embedding_version != current["embedding_version"]:
         print(
             f"the live release was embedded with {current['embedding_version']!r}, but RAG_EMBEDDER "
@@ -132,7 +129,7 @@ def answer(args: argparse.Namespace, settings: Settings) -> int:
             f"  [{rank}] {hit['note']} > {hit['heading_path']}  score {1 - hit['_distance']:.3f}\n      {first}"
         )
     units = [Unit(h["chunk_id"], h["note"], 0, len(h["text"]), h["text"]) for h in hits]
-    llm = resources["answerer"].get()
+    llm = AnswerConfig.from_settings(settings).llm()
     reply = parse_reply(llm.answer(make_prompt("ask", args.question, units)).text, len(units))
     answered = time.perf_counter()
     print(f"\nanswer ({llm.llm_version}):\n  {'(abstained)' if reply.abstained else reply.answer}")

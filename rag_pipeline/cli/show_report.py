@@ -12,6 +12,7 @@ from rag_pipeline.cli.release import decision_lines, live_line, narrowed_lines
 from rag_pipeline.lib.answers import SHORT_KEY, answer_table
 from rag_pipeline.lib.core import StorageError, location, read_frame, shown_path
 from rag_pipeline.lib.evaluation import (
+    BASELINE_RUN,
     LEDGER,
     SHOWN,
     decided_rows,
@@ -227,7 +228,7 @@ def show(where: Mapping[str, str], verified: bool) -> int:
     for version in summary["embedding_version"].unique():
         print(f"embedding_version {version}")
     print("\nThe reference experiment's table (dense retrieval):")
-    print(to_markdown(reference_table(shown[shown["retriever"] == "dense"])))
+    print(to_markdown(reference_table(shown[shown["retriever"] == BASELINE_RUN[1]])))
     print(
         f"\nEvery configuration, best {verdict['measure']} on the development questions first. {folded_md(same)}"
     )

@@ -28,7 +28,7 @@ from rag_pipeline.lib.answers import (
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, read_table, write_table
 from rag_pipeline.lib.core.fingerprint import logic
-from rag_pipeline.lib.evaluation import decided_rows, to_markdown
+from rag_pipeline.lib.evaluation import BASELINE_RUN, decided_rows, to_markdown
 from rag_pipeline.lib.questions import Question, questions_from_frame, usable
 
 
@@ -63,7 +63,7 @@ def verdict_choice(store: DataStore) -> tuple[str, str] | None:
     if not best:
         return None
     strategy, _, retriever = str(best[0]).partition("/")
-    return strategy, retriever or "dense"
+    return strategy, retriever or BASELINE_RUN[1]
 
 
 @logic

@@ -24,6 +24,7 @@ from rag_pipeline.lib.core import (
 )
 from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.evaluation import (
+    BASELINE_RUN,
     REPORT_KS,
     Report,
     Reported,
@@ -44,7 +45,6 @@ from rag_pipeline.lib.questions import DRIFT_SCHEMA, stale_suggestions, usable
 from rag_pipeline.lib.sources import CLEANER_VERSION
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
-BASELINE = ("fixed-1000", "dense")
 
 
 @logic
@@ -109,7 +109,7 @@ def stale_entry(drift: pd.DataFrame) -> dict[str, object]:
 def baseline_for(strategies: list[Strategy]) -> tuple[str, str]:
     """`fixed-1000` dense; when RAG_STRATEGIES leaves it out, the first strategy's dense run."""
     names = [s.name for s in strategies]
-    return BASELINE if BASELINE[0] in names else (names[0], BASELINE[1])
+    return BASELINE_RUN if BASELINE_RUN[0] in names else (names[0], BASELINE_RUN[1])
 
 
 def frame_table(frame: pd.DataFrame) -> dg.TableMetadataValue:

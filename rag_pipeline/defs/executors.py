@@ -4,40 +4,58 @@ The last two come with an extra; without it, loading the code location fails wit
 
 import importlib
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 
 from rag_pipeline.settings import Settings, SettingsError
 
 VISIBILITY_MARGIN_S = 60  # beyond RAG_CELERY_TASK_TIMEOUT: a step's process starts and reports in it
-# RAG_EXECUTOR -> (module, the pyproject extra that installs it)
-EXTRAS = {"celery": ("dagster_celery", "celery"), "k8s": ("dagster_k8s", "k8s")}
+
+
+@dataclass(frozen=True)
+class Executor:
+    """A RAG_EXECUTOR: `make` builds its executor from the module `extra` names (module, the
+    pyproject extra that installs it), None when Dagster itself has it."""
+
+    make: Callable[[Any, Settings], dg.ExecutorDefinition]
+    extra: tuple[str, str] | None = None
+
+
+def celery(module: Any, settings: Settings) -> dg.ExecutorDefinition:
+    from celery.exceptions import DuplicateTaskNameWarning
+
+    # dagster-celery registers its step task anew for each step it submits: not a mistake here
+    warnings.filterwarnings("ignore", category=DuplicateTaskNameWarning)
+    return module.celery_executor.configured(celery_config(settings))
+
+
+# every RAG_EXECUTOR by name; the steps are light glue around numpy and the in-process embedder, so
+# one process (`in_process`) is faster on one small machine
+EXECUTORS = {
+    "in_process": Executor(lambda module, settings: dg.in_process_executor),
+    "multiprocess": Executor(lambda module, settings: dg.multiprocess_executor),
+    "celery": Executor(celery, ("dagster_celery", "celery")),
+    "k8s": Executor(lambda module, settings: module.k8s_job_executor, ("dagster_k8s", "k8s")),
+}
 
 
 def executor_for(settings: Settings) -> dg.ExecutorDefinition:
     """The job's executor. Celery's config is `celery_config`'s; k8s's image, namespace and the rest
     come from the run launcher or run config."""
-    name = settings.executor
-    if name == "in_process":
-        # the steps are light glue around numpy and the in-process embedder: one process is
-        # faster on one small machine
-        return dg.in_process_executor
-    if name == "multiprocess":
-        return dg.multiprocess_executor
-    module_name, extra = EXTRAS[name]
+    chosen = EXECUTORS[settings.executor]
+    if chosen.extra is None:
+        return chosen.make(None, settings)
+    module_name, extra = chosen.extra
     try:
         module = importlib.import_module(module_name)
     except ImportError:
         raise SettingsError(
-            f"RAG_EXECUTOR={name} needs the {extra} extra: pip install -e '.[{extra}]'"
+            f"RAG_EXECUTOR={settings.executor} needs the {extra} extra: pip install -e '.[{extra}]'"
         ) from None
-    if name == "celery":
-        from celery.exceptions import DuplicateTaskNameWarning
-
-        # dagster-celery registers its step task anew for each step it submits: not a mistake here
-        warnings.filterwarnings("ignore", category=DuplicateTaskNameWarning)
-        return module.celery_executor.configured(celery_config(settings))
-    return module.k8s_job_executor
+    return chosen.make(module, settings)
 
 
 def celery_config(settings: Settings) -> dict:

@@ -7,6 +7,7 @@ from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import version_key
 from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.embedding import LaneMismatch, LaneVectors, read_lane
+from rag_pipeline.lib.questions import QUESTIONS as QUESTIONS
 from rag_pipeline.lib.release import RELEASE_DIR
 from rag_pipeline.lib.serving import DB_DIR as LANCEDB_DIR
 from rag_pipeline.lib.serving import table_key
@@ -17,7 +18,6 @@ STAGES = ("chunks", "embeddings", "retrieval", "evaluation", "index")
 CLEANED_NOTES = "notes/cleaned_notes.parquet"
 NOTES_PER_GROUP = 256  # the cleaned notes' row groups: reading a few notes whole skips the others
 CHUNKS_PER_GROUP = 8192  # a chunks file's row groups: a step over a whole lane holds one at a time
-QUESTIONS = "notes/questions.parquet"
 GOLD_DRIFT = "notes/gold_drift.parquet"  # published as reports/gold_drift.parquet with the summary
 ANSWERS = "answers/answers.parquet"
 JUDGMENTS = "answers/judgments.parquet"

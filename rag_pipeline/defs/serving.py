@@ -175,7 +175,9 @@ def index_asset(strategy: Strategy, resources: Mapping[str, object]) -> dg.Asset
     return _index
 
 
-def evaluation_asset(strategies: list[Strategy], resources: Mapping[str, object]) -> dg.AssetsDefinition:
+def serving_evaluation_asset(
+    strategies: list[Strategy], resources: Mapping[str, object]
+) -> dg.AssetsDefinition:
     check = f"Every served table: recall_vs_exact@{RECALL_K} >= {MIN_RECALL} and no under-filled answer."
     names = [s.name for s in strategies]
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag_pipeline.lib.answers import ANSWERERS
 from rag_pipeline.lib.core import values
 from rag_pipeline.lib.embedding import EMBEDDERS
+from rag_pipeline.lib.judging import JUDGES
 from rag_pipeline.lib.questions import TEST_SHARE
-from rag_pipeline.lib.retrieval import DEFAULT_RETRIEVERS
+from rag_pipeline.lib.retrieval import ANALYZERS, DEFAULT_RETRIEVERS
 from rag_pipeline.settings import parsers
 from rag_pipeline.settings.paths import BUNDLED_PRICES, BUNDLED_QUESTIONS, DEFAULT_DATA_DIR
 from rag_pipeline.settings.variables import budget, one_of, retries, timeout, var
@@ -96,7 +98,7 @@ class Retrieval:
         parsers.retrievers,
         "comma-separated retrievers: dense, bm25, rrf, minmax or zscore, each optionally +ctx, +rerank, +parent",
     )
-    analyzer: str = one_of("RAG_ANALYZER", "char", "char", "sudachi")
+    analyzer: str = one_of("RAG_ANALYZER", "char", *ANALYZERS)
     candidate_k: int = var(
         "RAG_CANDIDATE_K", "50", values.number(int, 1, 1000), "an integer from 20 to 1,000, >= RAG_CONTEXT_K"
     )
@@ -112,7 +114,7 @@ class Retrieval:
 class Answering:
     """The answerer: its backend and server, which runs are answered, how often, and how much of a reply is read."""
 
-    llm: str = one_of("RAG_LLM", "extractive", "extractive", "ollama", "openai")
+    llm: str = one_of("RAG_LLM", "extractive", *ANSWERERS)
     llm_url: str = var("RAG_LLM_URL", "", values.text, "the chat server's base URL")
     llm_model: str = var(
         "RAG_LLM_MODEL",
@@ -141,7 +143,7 @@ class Answering:
 class Judging:
     """The judge of the answers, its repeats, people's labels and the position-bias sample."""
 
-    judge: str = one_of("RAG_JUDGE", "rules", "rules", "ollama", "openai")
+    judge: str = one_of("RAG_JUDGE", "rules", *JUDGES)
     judge_url: str = var("RAG_JUDGE_URL", "", values.text, "the judge's chat server base URL")
     judge_model: str = var("RAG_JUDGE_MODEL", "", values.text, "the judge's served model")
     judge_timeout: float = timeout("RAG_JUDGE_TIMEOUT", "120")

@@ -215,7 +215,7 @@ def test_a_no_op_run_sends_no_request_at_all(notes_repo, questions_path, tmp_pat
     with FakeOllama() as server:
         env = ollama_env(server, notes_repo, questions_path, tmp_path) | {"RAG_RETRIEVERS": "dense"}
         assert run_all(env).success and server.calls > 0
-        from rag_pipeline.defs.resources import models
+        from rag_pipeline.settings import models
 
         models._embedder.cache_clear()  # as in a new process
         server.calls = 0

@@ -31,6 +31,7 @@ from rag_pipeline.lib.evaluation.looks import (
 )
 from rag_pipeline.lib.evaluation.markdown import SHOWN, headline_md, plain, short, to_markdown
 from rag_pipeline.lib.evaluation.metrics import (
+    BASELINE_RUN,
     REPORT_KS,
     EvidenceSpan,
     access_at,
@@ -79,6 +80,7 @@ from rag_pipeline.lib.evaluation.versus import (
 )
 
 __all__ = [
+    "BASELINE_RUN",
     "LEDGER",
     "NOT_RECORDED",
     "REPAIR",

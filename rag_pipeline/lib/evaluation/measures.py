@@ -25,7 +25,7 @@ JUDGED_MEASURES = {
     "cites_support": "cites_support (the judge's share of yes)",
 }
 MEASURES = RETRIEVAL | JUDGED_MEASURES
-BASELINE = "-/"  # the answers' baselines: strategy `-`
+ANSWER_BASELINES = "-/"  # the answers' baselines (`none`, `oracle`): strategy `-`
 
 
 def checked(measure: str) -> str:
@@ -61,7 +61,9 @@ def ranked(rows: pd.DataFrame, measure: str) -> list[str]:
     names = judged["strategy"] + "/" + judged["retriever"]
     chosen = on_dev(judged)
     values = chosen.groupby(names[chosen.index], sort=False)[measure].mean().reindex(names.unique())
-    order = pd.DataFrame({"value": values.round(DIGITS), "baseline": values.index.str.startswith(BASELINE)})
+    order = pd.DataFrame(
+        {"value": values.round(DIGITS), "baseline": values.index.str.startswith(ANSWER_BASELINES)}
+    )
     order = order.sort_values(
         ["baseline", "value"], ascending=[True, False], kind="stable", na_position="last"
     )

@@ -23,6 +23,9 @@ REPORT_KS = (1, 3, 5, 10)
 BUDGETS = (1000, 2000, 4000, 8000)
 HEADLINE_BUDGET = 2000  # the verdict's measure: evidence recall within this many characters
 HEADLINE = f"r@{HEADLINE_BUDGET // 1000}k"  # its column in the configuration table
+# (strategy, retriever) every configuration is compared with; a run named by its strategy alone is
+# this retriever's (`fixed-1000` is `fixed-1000/dense`)
+BASELINE_RUN = ("fixed-1000", "dense")
 
 EvidenceSpan = tuple[str, int, int]  # note, start, end
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET
+from rag_pipeline.lib.evaluation.metrics import BASELINE_RUN, HEADLINE_BUDGET
 
 if TYPE_CHECKING:  # matplotlib takes seconds to import: loaded where a plot is drawn
     from matplotlib.axes import Axes
@@ -30,7 +30,7 @@ FRONT_COLOUR = "#1f5fa8"
 
 def configuration_name(strategy: str, retriever: str) -> str:
     """The name of a strategy x retriever configuration, as in the report's tables."""
-    return strategy if retriever == "dense" else f"{strategy}/{retriever}"
+    return strategy if retriever == BASELINE_RUN[1] else f"{strategy}/{retriever}"
 
 
 def pareto_points(

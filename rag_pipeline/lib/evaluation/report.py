@@ -17,7 +17,7 @@ import pandas as pd
 from rag_pipeline.lib.core.fingerprint import fingerprint
 from rag_pipeline.lib.evaluation.budgets import Costs, budgeted_verdict, with_costs
 from rag_pipeline.lib.evaluation.markdown import SHOWN, folded_md, key_md, provenance_md, to_markdown
-from rag_pipeline.lib.evaluation.metrics import DEPTH, HEADLINE_BUDGET, question_counts
+from rag_pipeline.lib.evaluation.metrics import BASELINE_RUN, DEPTH, HEADLINE_BUDGET, question_counts
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_plot, pareto_points, recall_grid
 from rag_pipeline.lib.evaluation.tables import (
     RANK_COLUMNS,
@@ -191,7 +191,7 @@ def single_report(
     )
     judged = budgeted_verdict(matrix, run_label(*baseline), LABELS[source], costs, chosen)
     candidate_k = settings.candidate_k
-    dense = summary[summary["retriever"] == "dense"]
+    dense = summary[summary["retriever"] == BASELINE_RUN[1]]
     drawn = Drawn({} if drawn is None else drawn)
     plotted = dense[["strategy", "retriever", "k", "evidence_recall", "chars_median"]]
     by_k, by_chars = drawn(recall_plots, plotted)
@@ -210,7 +210,7 @@ def single_report(
     n_cat = category[category["k"] == 5].groupby("category")["n_questions"].first()
     cat_wide.columns = ["configuration"] + [f"{c} ({n_cat[c]})" for c in cat_wide.columns[1:]]
     shown = ranks[
-        (ranks["retriever"] == "dense")
+        (ranks["retriever"] == BASELINE_RUN[1])
         | ranks["retriever"].eq(best["retriever"]) & ranks["strategy"].eq(best["strategy"])
     ]
 

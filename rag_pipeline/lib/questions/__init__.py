@@ -8,6 +8,7 @@ from rag_pipeline.lib.questions.fields import ASKED, awaiting_evidence
 from rag_pipeline.lib.questions.generate import OFFLINE_CATEGORIES, Candidate, Note, notes_at
 from rag_pipeline.lib.questions.history import assess, note_versions, resolve_label_commits
 from rag_pipeline.lib.questions.labels import (
+    QUESTIONS,
     Evidence,
     Question,
     QuestionsError,
@@ -47,6 +48,7 @@ __all__ = [
     "N_CHARS",
     "N_WORDS",
     "OFFLINE_CATEGORIES",
+    "QUESTIONS",
     "RELABEL_THRESHOLD",
     "SENTENCE",
     "SPLITS",

@@ -46,6 +46,7 @@ def _field(item: dict, name: str, where: str, kinds: tuple[type, ...], required:
     return value
 
 
+QUESTIONS = "notes/questions.parquet"  # the last build's questions, under the data directory
 _SHA = re.compile(r"[0-9a-fA-F]{4,40}")
 
 

@@ -5,7 +5,7 @@ from rag_pipeline.lib.retrieval.chunk_index import ChunkIndex
 from rag_pipeline.lib.retrieval.dense import top_k
 from rag_pipeline.lib.retrieval.fusion import merge_parents, normalized, rrf, score_fusion
 from rag_pipeline.lib.retrieval.incremental import retrieve_incremental
-from rag_pipeline.lib.retrieval.lexical import BM25, Analyzer, char_ngrams, make_analyzer
+from rag_pipeline.lib.retrieval.lexical import ANALYZERS, BM25, Analyzer, char_ngrams, make_analyzer
 from rag_pipeline.lib.retrieval.rerank import HttpReranker, RerankError
 from rag_pipeline.lib.retrieval.retrievers import (
     DEFAULT_RETRIEVERS,
@@ -24,6 +24,7 @@ from rag_pipeline.lib.retrieval.retrievers import (
 from rag_pipeline.lib.retrieval.tokens import TokenStore
 
 __all__ = [
+    "ANALYZERS",
     "BM25",
     "DEFAULT_RETRIEVERS",
     "RANKERS",

@@ -84,12 +84,17 @@ def sudachi_packages() -> str:
     return f"sudachipy-{version('sudachipy')}+sudachidict-core-{version('sudachidict-core')}"
 
 
+# every analyzer by name, made only when chosen (sudachi's packages are optional)
+ANALYZERS: dict[str, Callable[[], Analyzer]] = {
+    "char": lambda: Analyzer("char", char_ngrams),
+    "sudachi": lambda: Analyzer("sudachi", sudachi_tokens, sudachi_packages()),
+}
+
+
 def make_analyzer(name: str) -> Analyzer:
-    if name == "char":
-        return Analyzer("char", char_ngrams)
-    if name == "sudachi":
-        return Analyzer("sudachi", sudachi_tokens, sudachi_packages())
-    raise ValueError(f"unknown analyzer {name!r}; choose 'char' or 'sudachi'")
+    if name not in ANALYZERS:
+        raise ValueError(f"unknown analyzer {name!r}; choose {' or '.join(map(repr, ANALYZERS))}")
+    return ANALYZERS[name]()
 
 
 def term_matrix(terms: pa.ChunkedArray, counts: pa.ChunkedArray) -> tuple[sp.csr_matrix, np.ndarray]:

@@ -5,7 +5,7 @@ seconds to import: it is loaded where a table is first opened or synced."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ from rag_pipeline.lib.serving.tables import connect, index_kind, sync_table, tag
 
 if TYPE_CHECKING:
     import lancedb
+    from lancedb.query import LanceVectorQueryBuilder
 
 
 def _quoted(values: Sequence[str]) -> str:
@@ -40,6 +41,25 @@ def access_filter(groups: Sequence[str] | None, withheld: Sequence[str] = ()) ->
             f"({public} OR array_has_any(access, make_array({_quoted(groups)})))" if groups else public
         )
     return " AND ".join(rules) or None
+
+
+def probed(found: LanceVectorQueryBuilder, ann: AnnConfig, k: int) -> LanceVectorQueryBuilder:
+    """An IVF-PQ search: `nprobes` partitions at least, the candidates re-ranked by full vectors."""
+    # no upper bound on probes: a selective prefilter may need far partitions to fill k
+    refine = max(1, math.ceil(ann.refine_candidates / k))
+    return found.minimum_nprobes(ann.nprobes).maximum_nprobes(0).refine_factor(refine)
+
+
+def walked(found: LanceVectorQueryBuilder, ann: AnnConfig, k: int) -> LanceVectorQueryBuilder:
+    """An HNSW search: `ef` candidates kept while walking the graph, k at least."""
+    return found.ef(max(ann.ef, k))
+
+
+# how a search uses each ANN kind's index, by the names of `store.ANN_QUERIES`
+TUNINGS: dict[str, Callable[[LanceVectorQueryBuilder, AnnConfig, int], LanceVectorQueryBuilder]] = {
+    "ivf_pq": probed,
+    "ivf_hnsw_sq": walked,
+}
 
 
 class LanceTable:
@@ -86,14 +106,7 @@ class LanceTable:
         found = found.select([*query.columns, "_distance"]).limit(k)
         if where is not None:
             found = found.where(where, prefilter=query.prefilter)
-        if query.exact:
-            found = found.bypass_vector_index()
-        elif ann.kind == "ivf_pq":
-            # no upper bound on probes: a selective prefilter may need far partitions to fill k
-            refine = max(1, math.ceil(ann.refine_candidates / k))
-            found = found.minimum_nprobes(ann.nprobes).maximum_nprobes(0).refine_factor(refine)
-        else:
-            found = found.ef(max(ann.ef, k))
+        found = found.bypass_vector_index() if query.exact else TUNINGS[ann.kind](found, ann, k)
         return found.to_arrow()
 
     def distances(

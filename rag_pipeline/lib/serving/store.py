@@ -7,7 +7,7 @@ behind the seam by implementing these two protocols and being returned there."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol
@@ -30,7 +30,7 @@ DEFAULT_RETAIN = timedelta(minutes=10)
 class AnnConfig:
     """Which approximate index a table gets once it has `min_rows` rows, and how it is queried."""
 
-    kind: str = "ivf_pq"  # or "ivf_hnsw_sq"
+    kind: str = "ivf_pq"  # a key of `ANN_QUERIES`
     min_rows: int = 5000
     sub_vector_dims: int = 8  # ivf_pq: dims per PQ sub-vector (8 or 16 keep LanceDB on its SIMD path)
     kmeans_iterations: int = 10  # LanceDB's 50 took ~3x as long to build (20k rows, 384 dims)
@@ -42,9 +42,15 @@ class AnnConfig:
     ef: int = 100  # ivf_hnsw_sq: candidates kept while walking the graph
 
     def query_params(self) -> dict:
-        if self.kind == "ivf_pq":
-            return {"nprobes": self.nprobes, "refine_candidates": self.refine_candidates}
-        return {"ef": self.ef}
+        return ANN_QUERIES[self.kind](self)
+
+
+# every ANN kind by name, and the fields of `AnnConfig` its queries use (as a table reports them);
+# how each is built and queried in LanceDB: `tables.INDEXES`, `lance.TUNINGS`
+ANN_QUERIES: dict[str, Callable[[AnnConfig], dict]] = {
+    "ivf_pq": lambda ann: {"nprobes": ann.nprobes, "refine_candidates": ann.refine_candidates},
+    "ivf_hnsw_sq": lambda ann: {"ef": ann.ef},
+}
 
 
 DEFAULT_ANN = AnnConfig()

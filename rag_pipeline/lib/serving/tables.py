@@ -50,28 +50,38 @@ def index_kind(table: lancedb.table.Table) -> str:
     return "exact" if index is None else table.index_stats(index.name).index_type.lower()
 
 
+def ivf_pq(ann: AnnConfig, rows: int, dim: int) -> tuple[IvfPq, dict]:
+    from lancedb.index import IvfPq
+
+    params = {
+        "num_partitions": max(1, round(math.sqrt(rows))),
+        "num_sub_vectors": max(1, dim // ann.sub_vector_dims),
+        "num_bits": 8,
+        "max_iterations": ann.kmeans_iterations,
+    }
+    return IvfPq(distance_type="cosine", **params), params
+
+
+def ivf_hnsw_sq(ann: AnnConfig, rows: int, dim: int) -> tuple[HnswSq, dict]:
+    from lancedb.index import HnswSq
+
+    # one graph: the tables here are small enough to train it in memory
+    params = {"num_partitions": 1, "m": 20, "ef_construction": 300, "max_iterations": ann.kmeans_iterations}
+    return HnswSq(distance_type="cosine", **params), params
+
+
+# each ANN kind's LanceDB index, by the names of `store.ANN_QUERIES`
+INDEXES: dict[str, Callable[[AnnConfig, int, int], tuple[IvfPq | HnswSq, dict]]] = {
+    "ivf_pq": ivf_pq,
+    "ivf_hnsw_sq": ivf_hnsw_sq,
+}
+
+
 def index_config(ann: AnnConfig, rows: int, dim: int) -> tuple[IvfPq | HnswSq, dict]:
     """The LanceDB index config `ann` gives a table of `rows` vectors, and its parameters to report."""
-    from lancedb.index import HnswSq, IvfPq
-
-    if ann.kind == "ivf_pq":
-        params = {
-            "num_partitions": max(1, round(math.sqrt(rows))),
-            "num_sub_vectors": max(1, dim // ann.sub_vector_dims),
-            "num_bits": 8,
-            "max_iterations": ann.kmeans_iterations,
-        }
-        return IvfPq(distance_type="cosine", **params), params
-    if ann.kind == "ivf_hnsw_sq":
-        # one graph: the tables here are small enough to train it in memory
-        params = {
-            "num_partitions": 1,
-            "m": 20,
-            "ef_construction": 300,
-            "max_iterations": ann.kmeans_iterations,
-        }
-        return HnswSq(distance_type="cosine", **params), params
-    raise ValueError(f"unknown ANN index kind {ann.kind!r} (ivf_pq or ivf_hnsw_sq)")
+    if ann.kind not in INDEXES:
+        raise ValueError(f"unknown ANN index kind {ann.kind!r} ({' or '.join(INDEXES)})")
+    return INDEXES[ann.kind](ann, rows, dim)
 
 
 def tagged_version(table: lancedb.table.Table, tag: str) -> int | None:
