@@ -40,7 +40,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def known_groups(table: ServedTable, data_dir: AnyPath) -> set[str]:
     """Every group a note of the live table or a question of the last build names."""
-    from rag_pipeline.defs.lanes import QUESTIONS  # Dagster is loaded by now: `build_resources`
+    from rag_pipeline.defs.platform.lanes import QUESTIONS  # Dagster is loaded by now: `build_resources`
 
     access = table.read(["access"])["access"]
     known = set(pc.unique(pc.list_flatten(access)).to_pylist())

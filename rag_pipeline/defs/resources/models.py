@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 from pydantic import PrivateAttr
 
-from rag_pipeline.defs.lineage import config_digest
+from rag_pipeline.defs.platform.lineage import config_digest
+from rag_pipeline.defs.platform.runs import EMBEDDER_TAG
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.resources.data import DataStore
-from rag_pipeline.defs.runs import EMBEDDER_TAG
 from rag_pipeline.lib.answers import LLM, make_llm
 from rag_pipeline.lib.core import AnyPath, write_bytes
 from rag_pipeline.lib.core.fingerprint import logic
@@ -93,7 +93,7 @@ class EmbedderResource(FromSettings):
         self._run_embedder = run.tags.get(EMBEDDER_TAG) if run is not None else None
 
     def get(self) -> Embedder:
-        """The embedder; in a step of a run whose own process recorded another one (`defs.identity`:
+        """The embedder; in a step of a run whose own process recorded another one (`platform.identity`:
         this process was started with another model, or its server serves another), a refusal."""
         fields = self.model_dump(exclude={"store"}) | {"model_revision": self.revision}
         options = {"backend": self.backend} | {o: fields[o] for o in embedder_backend(self.backend).options}
