@@ -2,8 +2,11 @@
 piece is exercised here on a real instance, so an upgrade of Dagster that moves one fails here first,
 naming it (that no other module imports a private module of Dagster: rag_pipeline_tests/test_layers.py)."""
 
+import importlib
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import dagster as dg
 
@@ -83,6 +86,14 @@ def test_the_local_run_launcher_reports_a_dead_worker_as_failed():
         for process, status in ((f"{gone.pid}@", "FAILED"), ("1@", "RUNNING")):
             run = recorded_run(instance, dg.DagsterRunStatus.STARTED, process)
             assert launcher.check_run_worker_health(run).status.value == status
+
+
+def test_make_devs_dagster_yaml_names_the_local_run_launcher():
+    """The launcher the Makefile writes into `make dev`'s dagster.yaml imports: a move of its module
+    fails here, not in a user's daemon."""
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    module, name = re.search(r"run_launcher:\\n  module: ([\w.]+)\\n  class: (\w+)", makefile).groups()
+    assert getattr(importlib.import_module(module), name) is LocalRunLauncher
 
 
 AROUND: list[str] = []  # what `around_job`'s run did, in order
