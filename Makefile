@@ -17,12 +17,12 @@ $(VENV)/.installed: pyproject.toml
 # `make run` needs no daemon and no dagster.yaml: it executes its run itself. This one is for `make
 # dev`: the daemon's queue lets one run at a time write a data directory (runs carry its name in
 # the `rag/data_dir` tag), and its run monitoring marks a run whose worker process died as failed
-# (the launcher says whether the process still runs; defs/dagster_internals.py). Its storage is made
+# (the launcher says whether the process still runs; defs/platform/launcher.py). Its storage is made
 # once here, under a lock, before any process opens it: two first opens at once can leave it unusable
 # (rag_pipeline/cli/instance.py). An existing dagster.yaml, maybe edited, is never written again
 $(DAGSTER_HOME)/dagster.yaml: | $(VENV)/.installed
 	mkdir -p "$(DAGSTER_HOME)"
-	printf 'run_coordinator:\n  module: dagster.core.run_coordinator\n  class: QueuedRunCoordinator\n  config:\n    tag_concurrency_limits:\n      - key: rag/data_dir\n        value: {applyLimitPerUniqueValue: true}\n        limit: 1\nrun_launcher:\n  module: rag_pipeline.defs.dagster_internals\n  class: LocalRunLauncher\nrun_monitoring:\n  enabled: true\n  poll_interval_seconds: 30\n' > $@
+	printf 'run_coordinator:\n  module: dagster.core.run_coordinator\n  class: QueuedRunCoordinator\n  config:\n    tag_concurrency_limits:\n      - key: rag/data_dir\n        value: {applyLimitPerUniqueValue: true}\n        limit: 1\nrun_launcher:\n  module: rag_pipeline.defs.platform.launcher\n  class: LocalRunLauncher\nrun_monitoring:\n  enabled: true\n  poll_interval_seconds: 30\n' > $@
 	$(BIN)/python -m rag_pipeline.instance || { rm -f $@; exit 2; }
 
 run: install $(DAGSTER_HOME)/dagster.yaml  ## run the index_and_evaluate job on what is stale, then print the evaluation table

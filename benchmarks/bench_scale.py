@@ -58,7 +58,15 @@ def measured(env: dict, key: str | None) -> tuple[float, float]:
     return figures
 
 
-SUMMARIES = {"evaluation_summary", "serving_evaluation", "costs", "budgets", "answers", "judgments", "release"}
+SUMMARIES = {
+    "evaluation_summary",
+    "serving_evaluation",
+    "costs",
+    "budgets",
+    "answers",
+    "judgments",
+    "release",
+}
 
 
 def kind(key: str) -> str:

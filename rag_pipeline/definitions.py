@@ -8,9 +8,7 @@ import dagster as dg
 
 from rag_pipeline.defs import (
     answers,
-    automation,
     chunks,
-    conditions,
     costs,
     embeddings,
     evaluation,
@@ -21,10 +19,12 @@ from rag_pipeline.defs import (
     serving,
     sources,
 )
-from rag_pipeline.defs.executors import executor_for
-from rag_pipeline.defs.identity import identified
-from rag_pipeline.defs.lanes import cleaned_shard_key, shard_key
-from rag_pipeline.defs.lease import leased
+from rag_pipeline.defs.platform import automation, conditions
+from rag_pipeline.defs.platform.executors import executor_for
+from rag_pipeline.defs.platform.identity import identified
+from rag_pipeline.defs.platform.lanes import cleaned_shard_key, shard_key
+from rag_pipeline.defs.platform.lease import leased
+from rag_pipeline.defs.platform.runs import DATA_DIR_TAG, GRAPH_TAG, data_dir_name, graph_tag, settings_tags
 from rag_pipeline.defs.resources import (
     AnswerResource,
     DataStore,
@@ -37,7 +37,6 @@ from rag_pipeline.defs.resources import (
     ServedStore,
     ServingResource,
 )
-from rag_pipeline.defs.runs import DATA_DIR_TAG, GRAPH_TAG, data_dir_name, graph_tag, settings_tags
 from rag_pipeline.lib.chunking import Strategy, load_strategies
 from rag_pipeline.lib.core import shown_path
 from rag_pipeline.lib.evaluation import PricesError

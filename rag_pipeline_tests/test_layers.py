@@ -2,7 +2,10 @@
 
 Layers, lowest first: the lib packages in stage order (core ... serving, release, asks), then `settings`, then
 `defs`, then `definitions`, then the command-line modules. `lib` imports no Dagster, and neither does
-any module `ask` reaches; LanceDB is imported behind the served-store seam only."""
+any module `ask` reaches; LanceDB is imported behind the served-store seam only. Inside `defs`, the
+platform wing (`defs/platform/`) imports no stage module (a module directly in `defs/`), and a stage
+module imports lib, the platform and the resources, never another stage; Dagster's private API is
+imported only by the wing's internals modules, which import and name no project module."""
 
 import ast
 import re
@@ -34,6 +37,13 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+PLATFORM = "rag_pipeline.defs.platform"
+INTERNALS = f"{PLATFORM}.internals"
+STAGES = {m for m, p in MODULES.items() if p.parent == PACKAGE / "defs" and p.name != "__init__.py"}
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
 
 
 def layer(module: str) -> int:
@@ -89,6 +99,60 @@ def packages(path: Path) -> set[str]:
                 elif isinstance(part, ast.Constant) and isinstance(part.value, str):
                     found |= set(re.findall(r"\b(\w+)\.", part.value))
     return found
+
+
+def test_the_platform_imports_no_stage_module():
+    wrong = [
+        f"{module} imports {target}"
+        for module, path in MODULES.items()
+        if within(module, PLATFORM)
+        for target in imports(path, top_level_only=False)
+        if target in STAGES
+    ]
+    assert STAGES and not wrong
+
+
+def test_a_stage_module_imports_lib_the_platform_and_the_resources_only():
+    allowed = ("rag_pipeline.lib", PLATFORM, "rag_pipeline.defs.resources")
+    wrong = [
+        f"{module} imports {target}"
+        for module in sorted(STAGES)
+        for target in imports(MODULES[module], top_level_only=False)
+        if not any(within(target, a) for a in allowed)
+    ]
+    assert not wrong
+
+
+def private_dagster(path: Path) -> set[str]:
+    """The private modules of Dagster (`dagster._...`) that `path` imports anywhere."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        found |= {n for n in names if n.startswith("dagster._")}
+    return found
+
+
+def project_names(path: Path) -> set[str]:
+    """The project modules `path` imports, and its strings that name one (a module handed to
+    Dagster by name), docstrings aside."""
+    tree = ast.parse(path.read_text())
+    scopes = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, scopes) and ast.get_docstring(n)}
+    strings = {
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+    }
+    return imports(path, top_level_only=False) | {t for t in strings if "rag_pipeline" in t}
+
+
+def test_only_the_internals_import_dagsters_private_api_and_they_name_no_project_module():
+    users = {m for m, p in MODULES.items() if private_dagster(p)}
+    internals = {m for m in MODULES if within(m, INTERNALS)}
+    assert users and users <= internals, users - internals
+    naming = {m: found for m in sorted(internals) if (found := project_names(MODULES[m]))}
+    assert not naming
 
 
 def test_lib_imports_no_dagster():

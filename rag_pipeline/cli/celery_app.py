@@ -16,7 +16,7 @@ from dagster_celery.make_app import make_app
 from dagster_celery.tasks import create_execute_job_task, create_resume_job_task, create_task
 
 from rag_pipeline.cli.workers import step_args
-from rag_pipeline.defs.runs import ended, refusal
+from rag_pipeline.defs.platform.runs import ended, refusal
 from rag_pipeline.settings import SettingsError
 
 

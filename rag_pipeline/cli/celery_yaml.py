@@ -15,7 +15,7 @@ from rag_pipeline.settings import Settings, SettingsError
 
 
 def main(argv: list[str]) -> int:
-    from rag_pipeline.defs.executors import celery_config
+    from rag_pipeline.defs.platform.executors import celery_config
 
     try:
         settings = Settings.from_env(os.environ)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import git
 
-from rag_pipeline.defs import lanes
+from rag_pipeline.defs.platform import lanes
 from rag_pipeline.defs.resources import AnswerResource, DataStore, NotesRepository
 from rag_pipeline.lib.answers import LLMError, reply_texts
 from rag_pipeline.lib.asks import (

@@ -22,7 +22,7 @@ from typing import TextIO
 
 import pandas as pd
 
-from rag_pipeline.defs import lanes
+from rag_pipeline.defs.platform import lanes
 from rag_pipeline.lib.core import location, read_frame
 from rag_pipeline.lib.judging import (
     CRITERIA,

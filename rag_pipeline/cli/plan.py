@@ -13,7 +13,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from rag_pipeline.defs import lanes
+from rag_pipeline.defs.platform import lanes
 from rag_pipeline.defs.sources import cleaned_rows, known_notes
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
 from rag_pipeline.lib.core import StorageError, clipped, shown_path, version_key
@@ -165,7 +165,7 @@ def too_many_shards(defs: dg.Definitions, shards: int, head: str) -> str | None:
 def run_in_progress(instance: dg.DagsterInstance, name: str) -> str | None:
     """What a plan says while a run writes the data directory `name` (its assets are neither stale
     nor fresh until it ends): the run and the steps it is at; None when no live run does."""
-    from rag_pipeline.defs.runs import ACTIVE, DATA_DIR_TAG, dead, unfinished_steps
+    from rag_pipeline.defs.platform.runs import ACTIVE, DATA_DIR_TAG, dead, unfinished_steps
 
     for run in instance.get_runs(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE)):
         if not dead(instance, run):  # a run whose process is gone is the next `make run`'s to end

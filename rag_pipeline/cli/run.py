@@ -51,7 +51,7 @@ def due(
     request now with their reasons: after recording what was observed and found broken (`look`), or
     for a `plan`, recording nothing, from the evaluation as it stands plus what those records would
     add (`foreseen`)."""
-    from rag_pipeline.defs.automation import foreseen, look, requested
+    from rag_pipeline.defs.platform.automation import foreseen, look, requested
 
     observed = sources(defs, sync=not plan)  # a plan commits no edit of data/corpus/: it says it would
     if plan:
@@ -84,11 +84,11 @@ def execute(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dic
             tags=tags,
             raise_on_error=False,
         )
-    from rag_pipeline.defs.dagster_internals import create_run, start_run
-    from rag_pipeline.defs.runs import DATA_DIR_TAG, here_tags, holder
+    from rag_pipeline.defs.platform.internals.launch import create_run, start_run
+    from rag_pipeline.defs.platform.runs import DATA_DIR_TAG, here_tags, holder
 
     name = tags[DATA_DIR_TAG]
-    run = create_run(instance, job, list(keys), run_config, tags | here_tags())
+    run = create_run(instance, job, list(keys), run_config, tags | here_tags(), "rag_pipeline.definitions")
     if holder(instance, run.run_id, name) is not None:
         instance.delete_run(run.run_id)  # not a failed run in the history: this one plans again
         return None
@@ -120,7 +120,7 @@ def run_shown(
 def wait_while_busy(instance: dg.DagsterInstance, name: str, settings) -> None:
     """Wait while another run writes the data directory `name`, or a Celery worker still executes a
     step of an ended one (saying so once), ending the runs whose process is gone."""
-    from rag_pipeline.defs.runs import ACTIVE, DATA_DIR_TAG, busy_message, end_dead_runs
+    from rag_pipeline.defs.platform.runs import ACTIVE, DATA_DIR_TAG, busy_message, end_dead_runs
 
     app = None
     if settings.executor == "celery":
@@ -190,8 +190,8 @@ def run(args: list[str]) -> int:
     except (SettingsError, StrategyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from rag_pipeline.defs.executors import unreachable
-    from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name
+    from rag_pipeline.defs.platform.executors import unreachable
+    from rag_pipeline.defs.platform.runs import DATA_DIR_TAG, data_dir_name
 
     if not plan and (problem := unreachable(settings)):
         print(f"error: {problem}", file=sys.stderr)

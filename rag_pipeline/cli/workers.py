@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import dagster as dg
 from celery.signals import after_task_publish
 
-from rag_pipeline.defs.executors import VISIBILITY_MARGIN_S, unreachable_line
-from rag_pipeline.defs.runs import DATA_DIR_TAG, ended_steps
+from rag_pipeline.defs.platform.executors import VISIBILITY_MARGIN_S, unreachable_line
+from rag_pipeline.defs.platform.runs import DATA_DIR_TAG, ended_steps
 from rag_pipeline.settings import Settings
 
 ASK_EVERY_S = 5.0

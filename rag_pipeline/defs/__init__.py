@@ -1,4 +1,5 @@
-"""Dagster glue: assets by stage, resources, lineage and automation."""
+"""Dagster glue: a module per stage (its assets), the resources, and the platform wing (`platform/`:
+the memo layer, automation, runs and Dagster's private API), which imports no stage."""
 
 import warnings
 

@@ -8,20 +8,19 @@ import dagster as dg
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.defs import lanes
-from rag_pipeline.defs.assets import stage_asset
-from rag_pipeline.defs.io import forward_logs
-from rag_pipeline.defs.lineage import config_digest, materialized
+from rag_pipeline.defs.platform import lanes
+from rag_pipeline.defs.platform.assets import stage_asset
+from rag_pipeline.defs.platform.io import forward_logs
+from rag_pipeline.defs.platform.lanes import run_units
+from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import AnswerResource, DataStore, RetrievalResource
 from rag_pipeline.lib.answers import (
     BASELINE_STRATEGY,
     SHORT_KEY,
-    Unit,
     answer_all,
     answer_summary,
     answer_table,
     make_prompt,
-    prompt_units,
     reuse_line,
     score_answers,
 )
@@ -29,7 +28,7 @@ from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, read_table, write_table
 from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.evaluation import BASELINE_RUN, decided_rows, to_markdown
-from rag_pipeline.lib.questions import Question, questions_from_frame, usable
+from rag_pipeline.lib.questions import questions_from_frame, usable
 
 
 @logic
@@ -64,29 +63,6 @@ def verdict_choice(store: DataStore) -> tuple[str, str] | None:
         return None
     strategy, _, retriever = str(best[0]).partition("/")
     return strategy, retriever or BASELINE_RUN[1]
-
-
-@logic
-def run_units(
-    store: DataStore,
-    retrieval: RetrievalResource,
-    strategies: list[Strategy],
-    runs: list[tuple[str, str]],
-    items: list[Question],
-    spans: dict,
-    cleaned_notes: pd.DataFrame,
-) -> dict[tuple[str, str], dict[str, list[Unit]]]:
-    """Per run (the `none` and `oracle` baselines and `runs`), per question, the units its prompt
-    passes, read from the runs' retrieval lanes (`prompt_units`)."""
-    by_name = {s.name: s for s in strategies}
-    ranked = {}
-    for strategy, retriever in runs:
-        frame = store.read(lanes.lane_path("retrieval", by_name[strategy]))
-        ranked[(strategy, retriever)] = frame[frame["retriever"] == retriever]
-    settings = retrieval.settings()
-    return prompt_units(
-        items, spans, cleaned_notes, ranked, settings.context_k, settings.context_chars, BASELINE_STRATEGY
-    )
 
 
 def answers_asset(

@@ -4,9 +4,9 @@
 import dagster as dg
 import pandas as pd
 
-from rag_pipeline.defs import lanes
-from rag_pipeline.defs.assets import stage_asset
-from rag_pipeline.defs.lineage import CHECKS, config_digest, last_materialization, materialized
+from rag_pipeline.defs.platform import lanes
+from rag_pipeline.defs.platform.assets import stage_asset
+from rag_pipeline.defs.platform.lineage import CHECKS, config_digest, last_materialization, materialized
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems, with_text_hashes
 from rag_pipeline.lib.core import content_version, joined_in_order, note_buckets, rebuild_by_note

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.defs import lanes
-from rag_pipeline.defs.assets import stage_asset
-from rag_pipeline.defs.lineage import config_digest, materialized
+from rag_pipeline.defs.platform import lanes
+from rag_pipeline.defs.platform.assets import stage_asset
+from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import (
     DataStore,
     EmbedderResource,
@@ -24,11 +24,10 @@ from rag_pipeline.defs.resources import (
     ServedStore,
     ServingResource,
 )
-from rag_pipeline.defs.serving import askers
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, write_table
 from rag_pipeline.lib.evaluation import Costs, over_budget, priced, to_markdown
-from rag_pipeline.lib.questions import usable
+from rag_pipeline.lib.questions import askers, usable
 from rag_pipeline.lib.retrieval import ChunkIndex, TokenStore, make_analyzer, plan
 from rag_pipeline.lib.serving.costs import Asked, configuration_costs, embedding_times
 

@@ -8,11 +8,11 @@ import dagster as dg
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.defs import lanes
-from rag_pipeline.defs.answers import run_units
-from rag_pipeline.defs.assets import stage_asset
-from rag_pipeline.defs.io import forward_logs
-from rag_pipeline.defs.lineage import config_digest, materialized
+from rag_pipeline.defs.platform import lanes
+from rag_pipeline.defs.platform.assets import stage_asset
+from rag_pipeline.defs.platform.io import forward_logs
+from rag_pipeline.defs.platform.lanes import run_units
+from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, JudgeResource, RetrievalResource
 from rag_pipeline.lib.answers import BASELINE_STRATEGY
 from rag_pipeline.lib.chunking import Strategy

@@ -6,11 +6,10 @@ from collections.abc import Mapping
 import dagster as dg
 import pyarrow as pa
 
-from rag_pipeline.defs import lanes
-from rag_pipeline.defs.assets import stage_asset
-from rag_pipeline.defs.lineage import config_digest, materialized
+from rag_pipeline.defs.platform import lanes
+from rag_pipeline.defs.platform.assets import stage_asset
+from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
-from rag_pipeline.defs.sources import cleaned_notes, questions_file
 from rag_pipeline.lib.core import UNAUTHORIZED, content_version, shown_path, write_table
 from rag_pipeline.lib.questions import (
     DRIFT_SCHEMA,
@@ -47,7 +46,7 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         external=lambda questions_file: {"questions_sha256": questions_file.sha256()},
         resources=resources,
         kinds=("json", "parquet"),
-        deps=["source_notes", cleaned_notes, questions_file],
+        deps=["source_notes", "cleaned_notes", "questions_file"],
         description="The gold questions with each evidence located in the cleaned text of its note and "
         "its `gold_status` at the indexed commit and its `split` (`dev` or `test`); bad gold labels fail the run before anything is scored, "
         "naming every question (with `invalid: skip` they are kept apart and counted as `n_invalid`); "

@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 import dagster as dg
 import pandas as pd
 
-from rag_pipeline.defs import lanes
-from rag_pipeline.defs.assets import stage_asset
-from rag_pipeline.defs.lineage import config_digest, materialized
+from rag_pipeline.defs.platform import lanes
+from rag_pipeline.defs.platform.assets import stage_asset
+from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import (
     AnswerResource,
     DataStore,

@@ -7,9 +7,9 @@ import dagster as dg
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.defs import lanes
-from rag_pipeline.defs.assets import stage_asset
-from rag_pipeline.defs.lineage import config_digest, materialized
+from rag_pipeline.defs.platform import lanes
+from rag_pipeline.defs.platform.assets import stage_asset
+from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import (
     DataStore,
     EmbedderResource,
@@ -23,7 +23,7 @@ from rag_pipeline.lib.core import ColumnRows, content_version, parquet_file, wri
 from rag_pipeline.lib.core.fingerprint import fingerprint, logic
 from rag_pipeline.lib.embedding import Embedder
 from rag_pipeline.lib.evaluation import to_markdown
-from rag_pipeline.lib.questions import asker_groups, usable
+from rag_pipeline.lib.questions import askers, usable
 from rag_pipeline.lib.serving import (
     DEFAULT_RETAIN,
     KS,
@@ -41,11 +41,6 @@ from rag_pipeline.lib.serving import (
 # what the served tables hold, and what was measured on them: latency varies from run to run
 TABLE_CONTENT = ["chunk_id", "access", "commit", "embedding_version"]
 MEASURED = ["strategy", "index_type", "k", "recall_vs_exact", "underfilled", "n_questions", "table_version"]
-
-
-def askers(questions: pd.DataFrame) -> list[list[str] | None]:
-    """Each asker's groups, from the questions' `groups` column; None may read every row."""
-    return [None if (g := asker_groups(row)) is None else list(g) for row in questions.itertuples()]
 
 
 @logic

@@ -9,10 +9,10 @@ from dataclasses import replace
 import dagster as dg
 import pandas as pd
 
-from rag_pipeline.defs import lanes
-from rag_pipeline.defs.assets import stage_asset
-from rag_pipeline.defs.conditions import OBSERVE
-from rag_pipeline.defs.lineage import config_digest, materialized
+from rag_pipeline.defs.platform import lanes
+from rag_pipeline.defs.platform.assets import stage_asset
+from rag_pipeline.defs.platform.conditions import OBSERVE
+from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
 from rag_pipeline.lib.core import content_version, joined_in_order, note_buckets, rebuild_by_note
 from rag_pipeline.lib.core.fingerprint import logic

@@ -12,9 +12,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from rag_pipeline.defs import assets
-from rag_pipeline.defs.conditions import OUTPUTS_CHECK
-from rag_pipeline.defs.runs import DATA_DIR_TAG, data_dir_name
+from rag_pipeline.defs.platform import assets
+from rag_pipeline.defs.platform.conditions import OUTPUTS_CHECK
+from rag_pipeline.defs.platform.runs import DATA_DIR_TAG, data_dir_name
 from rag_pipeline_tests.support.repos import NOTES, QUESTIONS, commit_files
 from rag_pipeline_tests.support.runs import done_and_reused, make_run, project_definitions
 from rag_pipeline_tests.support.served import open_table

@@ -24,7 +24,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from rag_pipeline.defs.runs import unfinished_steps
+from rag_pipeline.defs.platform.runs import unfinished_steps
 from rag_pipeline.lib.core import location
 from rag_pipeline.settings import PROJECT_ROOT
 from rag_pipeline_tests.support.repos import commit_files

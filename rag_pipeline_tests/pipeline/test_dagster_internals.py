@@ -1,40 +1,26 @@
-"""What the project takes from Dagster's private modules, all in `defs/dagster_internals.py`: each
+"""What the project takes from Dagster's private modules, all in `defs/platform/internals/`: each
 piece is exercised here on a real instance, so an upgrade of Dagster that moves one fails here first,
-naming it. And no other module of the package imports a private module of Dagster."""
+naming it (that no other module imports a private module of Dagster: rag_pipeline_tests/test_layers.py)."""
 
-import ast
+import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.defs import dagster_internals as internals
+from rag_pipeline.defs.platform.internals import events, execution, launch, reads
+from rag_pipeline.defs.platform.launcher import LocalRunLauncher
 from rag_pipeline_tests.support.runs import recorded_run
-
-PACKAGE = Path(internals.__file__).resolve().parents[1]
-
-
-def private_imports(path: Path) -> set[str]:
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-        names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
-        found |= {n for n in names if n.startswith("dagster._")}
-    return found
-
-
-def test_only_dagster_internals_imports_dagsters_private_modules():
-    users = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if private_imports(p)}
-    assert users == {"defs/dagster_internals.py"}
 
 
 def test_an_observation_reported_outside_a_run_carries_its_data_version():
     instance = dg.DagsterInstance.ephemeral()
     key = dg.AssetKey("notes_head")
-    assert internals.latest_data_version(instance, key) == "INITIAL"
-    instance.report_runless_asset_event(internals.observation(key, "abc123"))
-    assert internals.latest_data_version(instance, key) == "abc123"
+    assert reads.latest_data_version(instance, key) == "INITIAL"
+    instance.report_runless_asset_event(events.observation(key, "abc123"))
+    assert reads.latest_data_version(instance, key) == "abc123"
 
 
 def test_a_materialization_records_its_data_version_and_a_check_can_fail_it_later():
@@ -46,9 +32,9 @@ def test_a_materialization_records_its_data_version_and_a_check_can_fail_it_late
 
     instance = dg.DagsterInstance.ephemeral()
     assert dg.materialize([made], instance=instance).success
-    assert internals.latest_data_version(instance, made.key) == "v1"
+    assert reads.latest_data_version(instance, made.key) == "v1"
     record = instance.fetch_materializations(made.key, limit=1).records[0]
-    instance.report_runless_asset_event(internals.failed_check(made.key, "outputs_intact", record, "gone"))
+    instance.report_runless_asset_event(events.failed_check(made.key, "outputs_intact", record, "gone"))
     check = dg.AssetCheckKey(made.key, "outputs_intact")
     latest = instance.event_log_storage.get_latest_asset_check_execution_by_key([check])[check]
     evaluation = latest.event.dagster_event.event_specific_data
@@ -65,7 +51,7 @@ def test_the_stale_status_reads_a_new_code_version():
 
     class Stale(dg.AutomationCondition):
         def evaluate(self, context):
-            held = "CODE" in internals.stale_categories(context)
+            held = "CODE" in reads.stale_categories(context)
             return dg.AutomationResult(
                 context, context.candidate_subset if held else context.get_empty_subset()
             )
@@ -83,7 +69,9 @@ def test_a_run_created_before_it_starts_carries_the_origin_the_ui_reexecutes_wit
 
     job = dg.reconstructable(reconstructable_job)
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
-        run = internals.create_run(instance, job, [dg.AssetKey("source_notes")], {}, {"t": "1"})
+        run = launch.create_run(
+            instance, job, [dg.AssetKey("source_notes")], {}, {"t": "1"}, "rag_pipeline.definitions"
+        )
         assert run.status == dg.DagsterRunStatus.NOT_STARTED
         assert run.remote_job_origin is not None and run.job_code_origin is not None
 
@@ -92,12 +80,22 @@ def test_the_local_run_launcher_reports_a_dead_worker_as_failed():
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     with dg.instance_for_test() as instance:
-        launcher = internals.LocalRunLauncher()
+        launcher = LocalRunLauncher()
         launcher.register_instance(instance)
         assert launcher.supports_check_run_worker_health
         for process, status in ((f"{gone.pid}@", "FAILED"), ("1@", "RUNNING")):
             run = recorded_run(instance, dg.DagsterRunStatus.STARTED, process)
             assert launcher.check_run_worker_health(run).status.value == status
+
+
+def test_make_devs_dagster_yaml_names_the_local_run_launcher():
+    """The launcher the Makefile writes into `make dev`'s dagster.yaml imports: a move of its module
+    fails here, not in a user's daemon."""
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    module, name = re.search(r"run_launcher:\\n  module: ([\w.]+)\\n  class: (\w+)", makefile).groups()
+    assert getattr(importlib.import_module(module), name) is LocalRunLauncher
+    # and the module the dagster.yaml files written before the platform wing name
+    assert importlib.import_module("rag_pipeline.defs.dagster_internals").LocalRunLauncher is LocalRunLauncher
 
 
 AROUND: list[str] = []  # what `around_job`'s run did, in order
@@ -115,7 +113,7 @@ def around_job() -> dg.JobDefinition:
     def step() -> None:
         AROUND.append("step")
 
-    @dg.job(executor_def=internals.around_runs(dg.in_process_executor, around))
+    @dg.job(executor_def=execution.around_runs(dg.in_process_executor, around))
     def around_job():
         step()
 
@@ -123,7 +121,7 @@ def around_job() -> dg.JobDefinition:
 
 
 def test_an_executor_runs_each_whole_run_inside_around_and_keeps_its_name_and_schema():
-    wrapped = internals.around_runs(dg.multiprocess_executor, lambda instance, run, log, events: events)
+    wrapped = execution.around_runs(dg.multiprocess_executor, lambda instance, run, log, events: events)
     assert wrapped.name == "multiprocess"
     assert wrapped.config_schema is dg.multiprocess_executor.config_schema
     assert wrapped.get_requirements({}) == dg.multiprocess_executor.get_requirements({})
@@ -138,6 +136,6 @@ def test_a_wrapped_executor_answers_for_the_executor_it_wraps():
     from dagster_celery.executor import CeleryExecutor
 
     inner = CeleryExecutor.for_cli(broker="redis://127.0.0.1:1/0", backend="redis://127.0.0.1:1/1")
-    wrapped = internals._AroundExecutor(inner, lambda instance, run, log, events: events)
+    wrapped = execution._AroundExecutor(inner, lambda instance, run, log, events: events)
     assert wrapped.app_args() == inner.app_args() and wrapped.broker == "redis://127.0.0.1:1/0"
     assert wrapped.retries is inner.retries

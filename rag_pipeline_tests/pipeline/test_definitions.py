@@ -12,7 +12,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.definitions import defs
-from rag_pipeline.defs.lineage import config_of
+from rag_pipeline.defs.platform.lineage import config_of
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "asset_graph.json"
 

@@ -4,7 +4,7 @@ reads changes it, so a damaged table or release is opened and checked again."""
 import os
 import shutil
 
-from rag_pipeline.defs.outputs import damaged, lance_files, outputs
+from rag_pipeline.defs.platform.outputs import damaged, lance_files, outputs
 
 
 def test_every_file_a_lancedb_check_reads_is_in_its_fingerprint(tmp_path):

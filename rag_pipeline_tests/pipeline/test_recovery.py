@@ -13,8 +13,8 @@ import time
 import dagster as dg
 import pytest
 
-from rag_pipeline.defs.automation import requested
-from rag_pipeline.defs.runs import end_dead_runs
+from rag_pipeline.defs.platform.automation import requested
+from rag_pipeline.defs.platform.runs import end_dead_runs
 from rag_pipeline_tests.fakes.openai_embed import FakeOpenAIEmbeddings, openai_env
 from rag_pipeline_tests.support.repos import NOTES, commit_files
 from rag_pipeline_tests.support.runs import cli, make_run, project_definitions, recorded_run

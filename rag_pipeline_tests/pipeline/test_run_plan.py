@@ -16,7 +16,7 @@ from rag_pipeline.cli import run
 from rag_pipeline.cli.plan import duration, plan_lines, progress_bar, run_in_progress
 from rag_pipeline.cli.progress import Progress
 from rag_pipeline.cli.run import due
-from rag_pipeline.defs.runs import DATA_DIR_TAG
+from rag_pipeline.defs.platform.runs import DATA_DIR_TAG
 from rag_pipeline.defs.sources import HEAD
 from rag_pipeline.lib.chunking import load_strategies
 from rag_pipeline_tests.support.repos import NOTES, commit_files

@@ -16,11 +16,18 @@ import yaml
 from rag_pipeline.cli import celery_yaml
 from rag_pipeline.cli.progress import Progress, user_message
 from rag_pipeline.definitions import build_resources
-from rag_pipeline.defs.executors import VISIBILITY_MARGIN_S, celery_config
-from rag_pipeline.defs.identity import identified
-from rag_pipeline.defs.lanes import SOURCE_NOTES
+from rag_pipeline.defs.platform.executors import VISIBILITY_MARGIN_S, celery_config
+from rag_pipeline.defs.platform.identity import identified
+from rag_pipeline.defs.platform.lanes import SOURCE_NOTES
+from rag_pipeline.defs.platform.runs import (
+    CODE_TAG,
+    EMBEDDER_TAG,
+    SETTINGS_TAG,
+    ended,
+    refusal,
+    settings_tags,
+)
 from rag_pipeline.defs.resources import EmbedderResource
-from rag_pipeline.defs.runs import CODE_TAG, EMBEDDER_TAG, SETTINGS_TAG, ended, refusal, settings_tags
 from rag_pipeline.settings import VARS, Settings
 from rag_pipeline_tests.fakes.ollama import FakeOllama
 from rag_pipeline_tests.support.runs import forget_reconstructed_jobs, project_definitions

@@ -12,7 +12,7 @@ import pytest
 
 from rag_pipeline.cli import show_report
 from rag_pipeline.definitions import build_definitions, reconstructable_job
-from rag_pipeline.defs.lease import leased
+from rag_pipeline.defs.platform.lease import leased
 from rag_pipeline.lib.core import location, read_frame, storage_options, write_bytes
 from rag_pipeline.lib.core.lease import LEASE, Lease
 from rag_pipeline.settings import Settings, SettingsError

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from rag_pipeline.definitions import reconstructable_job
-from rag_pipeline.defs.dagster_internals import latest_data_version
+from rag_pipeline.defs.platform.internals.reads import latest_data_version
 from rag_pipeline.lib.core import note_buckets
 from rag_pipeline.lib.sources import build_repository
 from rag_pipeline.settings import BUNDLED_CORPUS

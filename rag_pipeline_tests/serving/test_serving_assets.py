@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from rag_pipeline.definitions import build_assets, resources_from_env
-from rag_pipeline.defs.serving import askers
 from rag_pipeline.lib.chunking import load_strategies
+from rag_pipeline.lib.questions import askers
 from rag_pipeline.settings import Settings, SettingsError
 from rag_pipeline_tests.support.repos import NOTES, QUESTIONS, commit_files, make_notes_repo
 from rag_pipeline_tests.support.runs import materialization_metadata, run_all

@@ -69,7 +69,7 @@ def make_run(defs, instance) -> tuple[Found, object]:
     (`automation.look`), evaluate the assets' conditions, execute one run of what they request (None
     when nothing is)."""
     from rag_pipeline.cli.run import due, execute, pinned_config
-    from rag_pipeline.defs.runs import end_dead_runs
+    from rag_pipeline.defs.platform.runs import end_dead_runs
     from rag_pipeline.defs.sources import HEAD
 
     end_dead_runs(instance)
@@ -217,7 +217,7 @@ def recorded_run(instance, status, process: str, host: str | None = None):
     """A run in `instance` with `status`, executed by `process` (`pid@start`) of `host` (this one)."""
     import dagster as dg
 
-    from rag_pipeline.defs.runs import HOST_TAG, PROCESS_TAG
+    from rag_pipeline.defs.platform.runs import HOST_TAG, PROCESS_TAG
     from rag_pipeline.lib.core.process import this_host
 
     tags = {HOST_TAG: host or this_host(), PROCESS_TAG: process}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from rag_pipeline.defs.lanes import STAGES
+from rag_pipeline.defs.platform.lanes import STAGES
 
 
 @dataclass(frozen=True)

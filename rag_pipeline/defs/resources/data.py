@@ -10,9 +10,9 @@ import git
 import pandas as pd
 from pydantic import PrivateAttr
 
-from rag_pipeline.defs.lineage import config_digest
+from rag_pipeline.defs.platform.lineage import config_digest
+from rag_pipeline.defs.platform.runs import DATA_DIR_TAG, refusal, settings_tags
 from rag_pipeline.defs.resources.base import FromSettings, setting
-from rag_pipeline.defs.runs import DATA_DIR_TAG, refusal, settings_tags
 from rag_pipeline.lib.core import AnyPath, Location, location, read_frame, shown_path, write_frame
 from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.questions import Question, load_questions, questions_bytes

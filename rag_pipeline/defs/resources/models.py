@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 from pydantic import PrivateAttr
 
-from rag_pipeline.defs.lineage import config_digest
+from rag_pipeline.defs.platform.lineage import config_digest
+from rag_pipeline.defs.platform.runs import EMBEDDER_TAG
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.resources.data import DataStore
-from rag_pipeline.defs.runs import EMBEDDER_TAG
 from rag_pipeline.lib.answers import LLM
 from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.embedding import Embedder, Kind, Progress, VectorStore, embed_missing
@@ -41,7 +41,7 @@ class EmbedderResource(FromSettings, EmbedderConfig):
         self._run_embedder = run.tags.get(EMBEDDER_TAG) if run is not None else None
 
     def get(self) -> Embedder:
-        """The embedder; in a step of a run whose own process recorded another one (`defs.identity`:
+        """The embedder; in a step of a run whose own process recorded another one (`platform.identity`:
         this process was started with another model, or its server serves another), a refusal."""
         model = self.embedder(self.store.path())
         if self._run_embedder not in (None, model.embedding_version):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.defs.lineage import config_digest
+from rag_pipeline.defs.platform.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.resources.data import DataStore
 from rag_pipeline.lib.core.fingerprint import logic

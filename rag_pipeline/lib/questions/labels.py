@@ -253,6 +253,11 @@ def asker_groups(row) -> tuple[str, ...] | None:
     return None if groups is None or (isinstance(groups, float) and pd.isna(groups)) else tuple(groups)
 
 
+def askers(questions: pd.DataFrame) -> list[list[str] | None]:
+    """Each asker's groups, from the questions' `groups` column; None may read every row."""
+    return [None if (g := asker_groups(row)) is None else list(g) for row in questions.itertuples()]
+
+
 def questions_from_frame(
     frame: pd.DataFrame,
 ) -> tuple[list[Question], dict[str, list[tuple[str, int, int] | None]]]:

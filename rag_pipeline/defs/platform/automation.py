@@ -1,4 +1,4 @@
-"""What runs, and when: Dagster's declarative automation (the conditions: `defs/conditions.py`),
+"""What runs, and when: Dagster's declarative automation (the conditions: `defs/platform/conditions.py`),
 evaluated by one sensor, which `make run` invokes in its own process too (`requested`), after
 observing the sources and checking every output at once (`look`). `outputs_intact` runs at
 RAG_REINDEX_CRON (the nightly re-index): whatever was deleted or damaged is built again."""
@@ -8,10 +8,10 @@ from collections.abc import Iterable
 
 import dagster as dg
 
-from rag_pipeline.defs.conditions import OUTPUTS_CHECK, REASONS
-from rag_pipeline.defs.dagster_internals import failed_check, observation
-from rag_pipeline.defs.lineage import CONFIG, OUTPUTS, config_of, recorded
-from rag_pipeline.defs.outputs import damaged, elsewhere
+from rag_pipeline.defs.platform.conditions import OUTPUTS_CHECK, REASONS
+from rag_pipeline.defs.platform.internals.events import failed_check, observation
+from rag_pipeline.defs.platform.lineage import CONFIG, OUTPUTS, config_of, recorded
+from rag_pipeline.defs.platform.outputs import damaged, elsewhere
 from rag_pipeline.defs.resources import DataStore
 
 SENSOR = "rag_automation"

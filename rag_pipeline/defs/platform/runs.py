@@ -10,7 +10,7 @@ same moment, the first one stored goes first on every machine, and the other wai
 A run whose process was killed stays `STARTED` in the instance for good (Dagster's run monitoring
 cannot check a run worker of the default run launcher). Runs carry the host and the process that
 runs them (`HOST_TAG`, `PROCESS_TAG`; a run the daemon launched, the pid its run worker logged), so
-`make run` and the daemon's run monitoring (`dagster_internals.LocalRunLauncher`) mark such a run
+`make run` and the daemon's run monitoring (`launcher.LocalRunLauncher`) mark such a run
 failed, and it no longer holds the data directory or counts as in progress.
 
 Runs of separate instances (two machines, each its own `DAGSTER_HOME`) cannot see each other's runs:

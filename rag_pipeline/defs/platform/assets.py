@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import dagster as dg
 
-from rag_pipeline.defs.lineage import code_version, given, memoized
+from rag_pipeline.defs.platform.lineage import code_version, given, memoized
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core.fingerprint import fingerprint
 

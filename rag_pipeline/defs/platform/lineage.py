@@ -1,6 +1,6 @@
 """Inside a step: the last output again, at once, when nothing the asset reads has changed.
 
-Dagster's automation (`defs/automation.py`) decides which assets a run materializes; a commit's run
+Dagster's automation (`defs/platform/automation.py`) decides which assets a run materializes; a commit's run
 holds everything downstream of what it changed, because nobody can know before the run which data
 versions will come out unchanged, and Dagster has no early cut-off inside a run. This is that cut-off,
 asked of Dagster's own provenance: a step whose asset's latest materialization was made by the
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from rag_pipeline.defs.dagster_internals import latest_data_version
-from rag_pipeline.defs.outputs import damaged, elsewhere, outputs
-from rag_pipeline.defs.runs import ended
+from rag_pipeline.defs.platform.internals.reads import latest_data_version
+from rag_pipeline.defs.platform.outputs import damaged, elsewhere, outputs
+from rag_pipeline.defs.platform.runs import ended
 
 CONFIG = "config_version"
 OUTPUTS = "outputs"

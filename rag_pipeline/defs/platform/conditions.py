@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
-from rag_pipeline.defs.dagster_internals import stale_categories
+from rag_pipeline.defs.platform.internals.reads import stale_categories
 
 OUTPUTS_CHECK = "outputs_intact"
 OBSERVE_CRON = "* * * * *"  # a new commit or questions edit is seen within a minute

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from rag_pipeline.defs.dagster_internals import around_runs
-from rag_pipeline.defs.runs import busy_message
+from rag_pipeline.defs.platform.internals.execution import around_runs
+from rag_pipeline.defs.platform.runs import busy_message
 from rag_pipeline.lib.core.lease import Lease
 from rag_pipeline.lib.core.storage import location
 

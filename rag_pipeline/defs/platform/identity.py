@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from rag_pipeline.defs.dagster_internals import around_runs
+from rag_pipeline.defs.platform.internals.execution import around_runs
+from rag_pipeline.defs.platform.runs import EMBEDDER_TAG
 from rag_pipeline.defs.resources import EmbedderResource
-from rag_pipeline.defs.runs import EMBEDDER_TAG
 from rag_pipeline.lib.core import ServerError
 from rag_pipeline.lib.embedding import EmbeddingError
 
