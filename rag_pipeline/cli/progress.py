@@ -121,10 +121,6 @@ class Progress:
                 self.checks_failed.setdefault(check.asset_key.to_user_string(), []).append(
                     (check.check_name, problem)
                 )
-        elif event.event_type == dg.DagsterEventType.RUN_FAILURE and not self.verbose and not self.failed:
-            error = event.event_specific_data.error if event.event_specific_data else None
-            if error is not None:  # the run itself failed, not a step (a lease on an object store)
-                self.show(f"  FAILED  {user_message(error)}")
         elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
             message = user_message(error) if error else "failed"
@@ -136,10 +132,10 @@ class Progress:
             error = event.event_specific_data.error
             self.fail(event.step_key or "resources", user_message(error) if error else "failed")
         elif event.event_type == dg.DagsterEventType.RUN_FAILURE:
-            error = event.event_specific_data.error
+            error = event.event_specific_data.error if event.event_specific_data else None
             for step, message in worker_errors(error):
                 self.fail(step, message)
-            if error is not None and not self.failed:
+            if error is not None and not self.failed:  # the run itself, no step (a lease on an object store)
                 self.fail("run", user_message(error))
 
     def fail(self, step: str, message: str) -> None:

@@ -101,7 +101,7 @@ NO_LOGIC = {
         "lib/retrieval/fusion.py", 'appears in."""\n', 'appears in."""\n    # why: a comment\n'
     ),
     "a docstring": Edit("lib/evaluation/metrics.py", "found; micro:", "found (as they were); micro:"),
-    "a setting's help text": Edit("settings/__init__.py", HELP, '"strategy names, separated by commas"'),
+    "a setting's help text": Edit("settings/stages.py", HELP, '"strategy names, separated by commas"'),
 }
 
 
