@@ -54,7 +54,7 @@ holdout: install  ## the same pipeline on the held-out notes and questions (data
 	  $(BIN)/python -m rag_pipeline.run --report
 
 test: install  ## the whole suite, slow end-to-end tests included
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20  # the slowest tests named: CI keeps to its budget
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m 'not slow'
