@@ -42,6 +42,7 @@ from rag_pipeline.lib.evaluation.metrics import (
 )
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
 from rag_pipeline.lib.evaluation.prices import Prices, PricesError, answer_cost_per_1k, priced, read_prices
+from rag_pipeline.lib.evaluation.published import Published, load_drawn, published_report
 from rag_pipeline.lib.evaluation.repair import repair
 from rag_pipeline.lib.evaluation.report import Report
 from rag_pipeline.lib.evaluation.runs import (
@@ -92,6 +93,7 @@ __all__ = [
     "LedgerError",
     "Prices",
     "PricesError",
+    "Published",
     "Report",
     "Reported",
     "Reuse",
@@ -113,6 +115,7 @@ __all__ = [
     "holds",
     "holm",
     "import_looks",
+    "load_drawn",
     "looks_sentence",
     "matrix_table",
     "over_budget",
@@ -123,6 +126,7 @@ __all__ = [
     "plain",
     "previous_md",
     "priced",
+    "published_report",
     "question_outcomes",
     "question_sets",
     "rank_agreement",
