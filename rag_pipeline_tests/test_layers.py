@@ -149,8 +149,6 @@ NOT_YET = {
     "rag_pipeline.defs.embeddings._embeddings",
     "rag_pipeline.defs.questions.questions_asset",
     "rag_pipeline.defs.questions._questions",
-    "rag_pipeline.defs.retrieval.retrieval_asset",
-    "rag_pipeline.defs.retrieval._retrieval",
     "rag_pipeline.defs.serving.evaluation_asset",
 }
 

@@ -43,6 +43,7 @@ from rag_pipeline.lib.evaluation.metrics import (
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
 from rag_pipeline.lib.evaluation.prices import Prices, PricesError, answer_cost_per_1k, priced, read_prices
 from rag_pipeline.lib.evaluation.published import Published, load_drawn, published_report
+from rag_pipeline.lib.evaluation.ranked import Ranked, Ranking, ranked_lane
 from rag_pipeline.lib.evaluation.repair import repair
 from rag_pipeline.lib.evaluation.report import Report
 from rag_pipeline.lib.evaluation.runs import (
@@ -94,6 +95,8 @@ __all__ = [
     "Prices",
     "PricesError",
     "Published",
+    "Ranked",
+    "Ranking",
     "Report",
     "Reported",
     "Reuse",
@@ -130,6 +133,7 @@ __all__ = [
     "question_outcomes",
     "question_sets",
     "rank_agreement",
+    "ranked_lane",
     "read_looks",
     "read_prices",
     "recall_at_k",
