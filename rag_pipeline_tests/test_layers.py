@@ -231,3 +231,19 @@ def test_no_module_is_over_300_lines():
         if len(p.read_text().splitlines()) > 300
     ]
     assert not long
+
+
+LONGEST = 60  # lines: a stage asset is a declaration and a few lines calling lib
+
+
+def test_no_function_under_defs_is_over_60_lines():
+    """A stage module declares assets and resources, the wing adapts Dagster: the logic is lib's. A
+    function's lines run from its `def` to its end, nested functions included."""
+    long = [
+        f"{module_name(path)}.{node.name}"
+        for path in (PACKAGE / "defs").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > LONGEST
+    ]
+    assert not long

@@ -1,58 +1,29 @@
 """Answer stage: the configured runs, and the `none` and `oracle` baselines, answered and scored."""
 
 import json
-from collections import Counter
 from collections.abc import Mapping
 
 import dagster as dg
-import pandas as pd
-import pyarrow as pa
 
 from rag_pipeline.defs.platform import lanes
 from rag_pipeline.defs.platform.assets import stage_asset
 from rag_pipeline.defs.platform.io import forward_logs
-from rag_pipeline.defs.platform.lanes import run_units
 from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import AnswerResource, DataStore, RetrievalResource
 from rag_pipeline.lib.answers import (
-    BASELINE_STRATEGY,
+    ANSWER_COLUMNS,
     SHORT_KEY,
-    answer_all,
-    answer_summary,
+    answer_runs,
     answer_table,
-    make_prompt,
+    answered_runs,
+    answers_md,
     reuse_line,
-    score_answers,
+    run_units,
 )
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.core import content_version, read_table, write_table
-from rag_pipeline.lib.core.fingerprint import logic
+from rag_pipeline.lib.core import content_version, read_table
 from rag_pipeline.lib.evaluation import BASELINE_RUN, decided_rows, to_markdown
 from rag_pipeline.lib.questions import questions_from_frame, usable
-
-
-@logic
-def answered_runs(
-    setting: str,
-    summary: pd.DataFrame,
-    baseline: tuple[str, str],
-    served: tuple[str, str],
-    chosen: tuple[str, str] | None,
-) -> list[tuple[str, str]]:
-    """The runs named in `setting`, or the baseline and the verdict's `chosen` run (chosen on the
-    development questions: no test question picks what is answered); and the `served` run (the
-    release run, whose abstention the release gate compares) in any case."""
-    if setting.strip():
-        runs = [tuple(r.strip().split("/", 1)) for r in setting.split(",") if r.strip()]
-        known = set(zip(summary["strategy"], summary["retriever"]))
-        for run in runs:
-            if run not in known:
-                raise ValueError(
-                    f"RAG_ANSWER_RUNS: {'/'.join(run)} is not an evaluated run; "
-                    f"known: {', '.join(sorted('/'.join(k) for k in known))}"
-                )
-        return list(dict.fromkeys([*runs, served]))
-    return list(dict.fromkeys([baseline, *([chosen] if chosen else []), served]))
 
 
 def verdict_choice(store: DataStore) -> tuple[str, str] | None:
@@ -71,14 +42,12 @@ def answers_asset(
     served: tuple[str, str],
     resources: Mapping[str, object],
 ) -> dg.AssetsDefinition:
-    names = [s.name for s in strategies]
-
     @stage_asset(
         "answers",
         group="answers",
         # the answerer, the runs it answers and the context budget, and the strategies compared
         config=lambda answerer, retrieval: config_digest(
-            answerer.version(), retrieval.version(), names, served
+            answerer.version(), retrieval.version(), [s.name for s in strategies], served
         ),
         resources=resources,
         deps=[
@@ -96,79 +65,33 @@ def answers_asset(
         retrieval: RetrievalResource,
         answerer: AnswerResource,
     ) -> dg.MaterializeResult:
-        questions = store.read(lanes.QUESTIONS)
         cleaned_notes = store.read(lanes.CLEANED_NOTES)
-        summary_path = store.path(lanes.report_path("evaluation_summary.parquet"))
-        summary = decided_rows(read_table(summary_path).to_pandas())
-        # with no answerable question there is no best run: only the baselines are answered
-        runs = (
-            answered_runs(answerer.runs, summary, baseline, served, verdict_choice(store))
-            if summary["n_questions"].max() > 0
-            else []
-        )
-        items, spans = questions_from_frame(usable(questions))
-        units = run_units(store, retrieval, strategies, runs, items, spans, cleaned_notes)
+        evaluated = read_table(store.path(lanes.report_path("evaluation_summary.parquet")))
+        summary = decided_rows(evaluated.to_pandas())
+        runs = answered_runs(answerer.runs, summary, baseline, served, verdict_choice(store))
+        items, spans = questions_from_frame(usable(store.read(lanes.QUESTIONS)))
+        retrieved = {s: store.read(lanes.lane_path("retrieval", s)) for s, _ in runs}
+        context_size = retrieval.context_k, retrieval.context_chars
+        units = run_units(retrieved, runs, items, spans, cleaned_notes, *context_size)
         llm = answerer.get()
-        frames = []
-        asked, reused = 0, Counter()  # replies another server gave, by server
         with forward_logs(context):
-            for (strategy, retriever), by_question in units.items():
-                prompts = [make_prompt(str(q.id), q.q, by_question[str(q.id)]) for q in items]
-                for repeat in range(answerer.repeats):
-                    replies, n = answer_all(
-                        llm, prompts, store.path("answer_cache"), repeat=repeat, reused=reused
-                    )
-                    asked += n
-                    frames.append(
-                        score_answers(
-                            prompts,
-                            replies,
-                            items,
-                            spans,
-                            strategy=strategy,
-                            retriever=retriever,
-                            llm_version=llm.llm_version,
-                            repeat=repeat,
-                        )
-                    )
-        if reused:
-            context.log.warning(reuse_line(reused, getattr(llm, "url", ""), llm.llm_version))
-        frame = pd.concat(frames, ignore_index=True)
-        table = answer_summary(frame, items)
-        meta = read_table(summary_path).schema.metadata or {}
-        summary_file = store.path(lanes.report_path(lanes.ANSWER_SUMMARY))
-        write_table(
-            pa.Table.from_pandas(table, preserve_index=False).replace_schema_metadata(meta), summary_file
+            done = answer_runs(llm, units, items, spans, answerer.repeats, store.path("answer_cache"))
+        if done.reused:
+            context.log.warning(reuse_line(done.reused, getattr(llm, "url", ""), llm.llm_version))
+        summary_file = store.write(
+            done.summary, lanes.report_path(lanes.ANSWER_SUMMARY), metadata=evaluated.schema.metadata or {}
         )
-        path = store.write(frame, lanes.ANSWERS)
-        context.log.info(f"answer summary ({asked} prompts asked):\n{to_markdown(answer_table(table))}")
+        shown = to_markdown(answer_table(done.summary))
+        context.log.info(f"answer summary ({done.asked} prompts asked):\n{shown}")
         return materialized(
-            content_version(
-                frame,
-                ["question_id", "split", "strategy", "retriever", "llm_version", "repeat", "answer", "cited"],
-            ),
+            content_version(done.frame, ANSWER_COLUMNS),
             {
                 "llm_version": llm.llm_version,
-                "prompts_asked": asked,
-                "answers": dg.MetadataValue.md(answers_md(frame)),
-                "answer_summary": dg.MetadataValue.md(f"{to_markdown(answer_table(table))}\n\n{SHORT_KEY}"),
+                "prompts_asked": done.asked,
+                "answers": dg.MetadataValue.md(answers_md(done.frame)),
+                "answer_summary": dg.MetadataValue.md(f"{shown}\n\n{SHORT_KEY}"),
             },
-            files=[path, summary_file],
+            files=[store.write(done.frame, lanes.ANSWERS), summary_file],
         )
 
     return answers
-
-
-def answers_md(frame: pd.DataFrame) -> str:
-    shown = frame[
-        ["question_id", "strategy", "retriever", "answer", "abstained", "correct", "citation_valid"]
-    ]
-    runs = [
-        r if s == BASELINE_STRATEGY else f"{s}/{r}" for s, r in zip(shown["strategy"], shown["retriever"])
-    ]
-    shown = shown.drop(columns=["strategy", "retriever"]).assign(answer=shown["answer"].str.slice(0, 60))
-    return to_markdown(
-        shown.assign(run=runs)[
-            ["question_id", "run", "answer", "abstained", "correct", "citation_valid"]
-        ].head(200)
-    )

@@ -1,6 +1,8 @@
 """Chunk stage: one asset per strategy, so each chunker has its own code version; with `RAG_SHARDS`
 > 1, one per shard of the strategy's notes (any worker takes each) and one that joins them."""
 
+from functools import partial
+
 import dagster as dg
 import pandas as pd
 
@@ -8,8 +10,8 @@ from rag_pipeline.defs.platform import lanes
 from rag_pipeline.defs.platform.assets import stage_asset
 from rag_pipeline.defs.platform.lineage import CHECKS, config_digest, last_materialization, materialized
 from rag_pipeline.defs.resources import DataStore
-from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note, coverage_problems, with_text_hashes
-from rag_pipeline.lib.core import content_version, joined_in_order, note_buckets, rebuild_by_note
+from rag_pipeline.lib.chunking import Strategy, chunk_lane, unchecked_coverage
+from rag_pipeline.lib.core import content_version, joined_in_order, note_buckets
 from rag_pipeline.lib.core.fingerprint import logic
 
 NOTE_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]
@@ -60,44 +62,16 @@ def chunks_asset(strategy: Strategy, shard: tuple[int, int] | None = None) -> dg
                 drop=True
             )
         previous = store.previous(relative)
-        if previous is not None and "ctx_text_hash" not in previous:  # written before chunks kept them
-            previous = with_text_hashes(previous)
-        rebuilt: list[pd.DataFrame] = []
-
-        def whole(names: list[str]) -> pd.DataFrame:
-            rebuilt.append(store.read(lanes.CLEANED_NOTES, filters=[("note", "in", names)]))
-            return rebuilt[0]
-
-        frame, changes = rebuild_by_note(
-            previous,
-            versions.assign(chunker_version=strategy.version),
-            key=["source_version", "cleaner_version", "chunker_version"],
-            build=lambda n: chunk_cleaned_note(strategy, n),
-            refresh={"commit": "note_commit"},
-            rows=whole,
-        )
-        # through lists: iterating a column of Arrow strings costs ~6 times more
-        before = set() if previous is None else set(previous["chunk_id"].tolist())
-        after = set(frame["chunk_id"].tolist())
-        counts = changes.counts() | {
-            "chunks": len(frame),
-            "chunks_reused": len(after & before),
-            "chunks_new": len(after - before),
-            "chunks_removed": len(before - after),
-        }
-        context.log.info(f"{name}: {counts}")
+        done = chunk_lane(strategy, previous, versions, partial(store.read, lanes.CLEANED_NOTES))
+        frame = done.frame
+        context.log.info(f"{name}: {done.counts}")
         # rows kept from a file whose check passed were checked against the same note texts
         if previous_passed(context, previous):
-            unchanged = set(changes.unchanged)
-            checked, notes = frame[[n not in unchanged for n in frame["note"].tolist()]], rebuilt
+            skip, notes = done.changes.unchanged, done.rebuilt
         else:
             mine = [("note", "in", versions["note"].tolist())] if shard is not None else None
-            checked, notes = frame, [store.read(lanes.CLEANED_NOTES, columns=["note", "text"], filters=mine)]
-        names = ["chunk_id", "note", "start", "end", "text"]
-        # from plain lists: a frame of Arrow strings is slow to turn into records row by row
-        spans = [dict(zip(names, row)) for row in zip(*(checked[c].tolist() for c in names))]
-        texts = {note: text for n in notes for note, text in zip(n["note"], n["text"])}
-        problems = coverage_problems(spans, texts, strategy.overlapping)
+            skip, notes = (), [store.read(lanes.CLEANED_NOTES, columns=["note", "text"], filters=mine)]
+        problems = unchecked_coverage(frame, notes, strategy.overlapping, skip)
         path = store.write(frame, relative, row_group_size=lanes.CHUNKS_PER_GROUP)
         check = dg.AssetCheckResult(
             check_name="chunks_reproduce_notes",
@@ -106,13 +80,7 @@ def chunks_asset(strategy: Strategy, shard: tuple[int, int] | None = None) -> dg
         )
         return materialized(
             content_version(frame, CHUNKS_CONTENT),
-            {
-                "strategy": strategy.name,
-                "chunker_version": strategy.version,
-                "chars_median": int(frame["n_chars"].median()) if len(frame) else 0,
-                "chars_max": int(frame["n_chars"].max()) if len(frame) else 0,
-                **counts,
-            },
+            done.figures(strategy),
             files=[path],
             checks=[check],
         )

@@ -9,7 +9,6 @@ and the release, and re-measures nothing."""
 from collections.abc import Mapping
 
 import dagster as dg
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -27,9 +26,8 @@ from rag_pipeline.defs.resources import (
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import content_version, write_table
 from rag_pipeline.lib.evaluation import Costs, over_budget, priced, to_markdown
-from rag_pipeline.lib.questions import askers, usable
-from rag_pipeline.lib.retrieval import ChunkIndex, TokenStore, make_analyzer, plan
-from rag_pipeline.lib.serving.costs import Asked, configuration_costs, embedding_times
+from rag_pipeline.lib.questions import usable
+from rag_pipeline.lib.serving.measured import asked_questions, measured_costs
 
 
 def costs_asset(strategies: list[Strategy], resources: Mapping[str, object]) -> dg.AssetsDefinition:
@@ -62,37 +60,16 @@ def costs_asset(strategies: list[Strategy], resources: Mapping[str, object]) -> 
     ) -> dg.MaterializeResult:
         questions = usable(store.read(lanes.QUESTIONS))
         model = embedder.get()
-        texts = questions["q"].tolist()
         vectors, _ = embedder.embed_questions(questions)  # from the vector store, as retrieval's
-        timed = store.path(lanes.EMBEDDING_TIMES)
-        times = embedding_times(timed, model.embedding_version, texts, lambda t: model.embed(t, "query"))
-        asked = [Asked(*a) for a in zip(texts, askers(questions), vectors, *zip(*times))] if texts else []
-        retrievers = [spec.name for spec in plan(list(retrieval.retrievers))[0]]
-        analyzer = make_analyzer(retrieval.analyzer)
-        tables = served_store.get()
-        frames = []
-        for s in strategies:
-            chunks = store.read(lanes.lane_path("chunks", s))
-            index = ChunkIndex(
-                chunks=chunks,
-                vectors=np.zeros((len(chunks), 0), np.float32),  # dense ranks on the served table
-                analyzer=analyzer,
-                token_store=TokenStore(store.path("tokens"), analyzer),
-            )
-            table = tables.open(lanes.table_name(s))
-            frames.append(
-                configuration_costs(
-                    table,
-                    index,
-                    s.name,
-                    retrievers,
-                    asked,
-                    retrieval.settings(),
-                    retrieval.reranker(),
-                    serving.ann(),
-                )
-            )
-        frame = pd.concat(frames, ignore_index=True).assign(
+        asked = asked_questions(questions, vectors, model, store.path(lanes.EMBEDDING_TIMES))
+
+        def chunks(name: str) -> pd.DataFrame:
+            return store.read(lanes.lane_path("chunks", name))
+
+        measured = measured_costs(
+            names, chunks, served_store.get(), asked, retrieval.ranking(), serving.ann(), store.path()
+        )
+        frame = measured.assign(
             embedder=embedder.backend,
             embed_model=embedder.model,
             reranker=retrieval.rerank_protocol if retrieval.rerank_url else "",

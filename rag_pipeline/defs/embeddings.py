@@ -15,8 +15,10 @@ from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, EmbedderResource, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import VERSION_FILE, content_version
-from rag_pipeline.lib.embedding import Passages, passage_hashes, progress_reporter
-from rag_pipeline.lib.embedding.lanefile import BUCKETS, LaneWriter, bucket_paths
+from rag_pipeline.lib.embedding import Passages, passage_hashes, plan_lane, progress_reporter
+from rag_pipeline.lib.embedding.lanefile import BUCKETS, bucket_paths
+
+VALID_RULE = "One vector per chunk, of the declared dimension, finite and of unit norm."
 
 
 def vectors_config(embedder: EmbedderResource, retrieval: RetrievalResource) -> str:
@@ -104,13 +106,8 @@ def embeddings_asset(
         resources=resources,
         deps=[lanes.lane_key("chunks", strategy), *shards],
         strategy=strategy,
-        checks=[
-            (
-                "vectors_valid",
-                "One vector per chunk, of the declared dimension, finite and of unit norm.",
-                True,
-            )
-        ],
+        checks=[("vectors_valid", VALID_RULE, True)],
+        logic=[vectors_check],
         description=f"Passage vectors of the `{strategy.name}` chunks, in the directory "
         f"`embeddings/<version key>/{strategy.name}.parquet/` (a file per bucket of notes).",
     )
@@ -121,68 +118,44 @@ def embeddings_asset(
         store: DataStore,
     ) -> dg.MaterializeResult:
         chunks = store.read(lanes.lane_path("chunks", strategy))
-        model = embedder.get()
-        ids = chunks["chunk_id"].tolist()
-        contextual = retrieval.needs_contextual_vectors()
-        n = len(chunks)
-        texts = Passages(chunks["text"].tolist(), chunks["heading_path"].tolist(), contextual)
-        hashes = passage_hashes(model, chunks, texts)
-        lane = LaneWriter(
-            store.path(lanes.embeddings_path(model.embedding_version, strategy)),
-            ids,
-            chunks["note"].tolist(),
-            hashes[:n],
-            hashes[n:] if contextual else None,
-            model.embedding_version,
-            model.dim,
-        )
-        # only the buckets of changed notes are written, and only the vectors their files lack are
-        # looked up (or embedded); retrieval and the index read only the row groups of new chunks
-        needed = lane.needed()
-        # the characters of the texts the store lacks, each once, and the time their embedding
-        # takes: the rate `make run`'s plan estimates the next embedding with
-        distinct = {hashes[i]: i for i in needed}
-        stored = embedder.vector_store().contains(list(distinct))
-        chars = sum(len(texts[i]) for i, found in zip(distinct.values(), stored) if not found)
+        model, contextual = embedder.get(), retrieval.needs_contextual_vectors()
+        directory = store.path(lanes.embeddings_path(model.embedding_version, strategy))
+        plan = plan_lane(model, chunks, contextual, directory)
+        chars = plan.new_chars(embedder.vector_store().contains)
         started = time.monotonic()
         with forward_logs(context):
-            _, embedded = embedder.embed_missing(
-                [texts[i] for i in needed],
-                "passage",
-                [f"chunk {ids[i % n]}" + (" (with context)" if i >= n else "") for i in needed],
-                progress_reporter(context.log.info, name),
-            )
+            _, embedded = embedder.embed_missing(*plan.missing(), progress_reporter(context.log.info, name))
         seconds = time.monotonic() - started
-        problems, written = lane.write(embedder.vector_store())
-        path = lane.directory
+        problems, written = plan.lane.write(embedder.vector_store())
+        n, path = len(plan.texts), plan.lane.directory
         context.log.info(
-            f"{name}: {embedded} texts sent to the embedder, {len(texts) - embedded} vectors reused "
+            f"{name}: {embedded} texts sent to the embedder, {n - embedded} vectors reused "
             f"({model.embedding_version}); {written} of {BUCKETS} files written"
         )
-        index = pd.DataFrame({"chunk_id": ids * (len(texts) // n if n else 1), "text_hash": hashes}).assign(
-            version=model.embedding_version
-        )
-        check = dg.AssetCheckResult(
-            check_name="vectors_valid",
-            passed=not problems,
-            metadata={"problems": "; ".join(problems[:20]) or "none"},
-        )
         return materialized(
-            content_version(index, list(index.columns)),
+            content_version(plan.index(model.embedding_version), ["chunk_id", "text_hash", "version"]),
             {
                 "embedding_version": model.embedding_version,
                 "path": dg.MetadataValue.path(str(path)),
-                "vectors": len(texts),
+                "vectors": n,
                 "contextual_vectors": contextual,
                 "dim": model.dim,
                 "texts_embedded": embedded,
                 "chars_embedded": chars,
                 "embed_seconds": round(seconds, 3) if embedded else 0.0,
-                "vectors_reused": len(texts) - embedded,
+                "vectors_reused": n - embedded,
                 "files_written": written,
             },
             files=bucket_paths(path),
-            checks=[check],
+            checks=[vectors_check(problems)],
         )
 
     return _embeddings
+
+
+def vectors_check(problems: list[str]) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        check_name="vectors_valid",
+        passed=not problems,
+        metadata={"problems": "; ".join(problems[:20]) or "none"},
+    )

@@ -1,11 +1,9 @@
 """Evaluation stage: per-question outcomes per strategy, then every configuration side by side."""
 
-import json
 from collections.abc import Mapping
 
 import dagster as dg
 import pandas as pd
-import pyarrow as pa
 
 from rag_pipeline.defs.platform import lanes
 from rag_pipeline.defs.platform.assets import stage_asset
@@ -14,13 +12,9 @@ from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile, RetrievalResource
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import (
-    AnyPath,
     content_version,
     publish_directory,
-    read_arrow,
     read_table,
-    table_bytes,
-    write_arrow,
 )
 from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.evaluation import (
@@ -28,20 +22,18 @@ from rag_pipeline.lib.evaluation import (
     REPORT_KS,
     Report,
     Reported,
-    build_report,
     glance_tables,
     headline_md,
     headline_numbers,
     plain,
+    published_report,
     records,
-    report_provenance,
-    reported_costs,
     same_chunks,
     shown_matrix,
     strategy_outcomes,
     summarize,
 )
-from rag_pipeline.lib.questions import DRIFT_SCHEMA, stale_suggestions, usable
+from rag_pipeline.lib.questions import stale_suggestions, usable
 from rag_pipeline.lib.sources import CLEANER_VERSION
 
 RUN_KEYS = ["strategy", "retriever", "embedding_version"]
@@ -85,25 +77,40 @@ def evaluation_asset(strategy: Strategy) -> dg.AssetsDefinition:
     return _evaluation
 
 
-PNGS = pa.list_(pa.binary())
-
-
-@logic
-def load_drawn(path: AnyPath) -> dict[str, tuple[bytes, ...]]:
-    """The last report's plots by what they draw (see `build_report`); none when unreadable."""
-    try:
-        table = read_arrow(path) if path.exists() else None
-    except (OSError, pa.ArrowException):
-        table = None
-    if table is None or table.column_names != ["key", "pngs"]:
-        return {}
-    return {k: tuple(p) for k, p in zip(table["key"].to_pylist(), table["pngs"].to_pylist())}
-
-
 def stale_entry(drift: pd.DataFrame) -> dict[str, object]:
     """The questions whose gold labels went stale, with their suggestions (none: no entry)."""
     lines = stale_suggestions(drift)
     return {"stale_gold": dg.MetadataValue.md("\n\n".join(lines))} if lines else {}
+
+
+@logic
+def read_evaluated(store: DataStore, strategies: list[Strategy], keep: str) -> dict[str, object]:
+    """What the summary is computed from (`published_report`)."""
+    return {
+        "questions": store.read(lanes.QUESTIONS),
+        "commit": str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0]),
+        "same": identical_strategies(store, strategies, keep),
+        "outcomes": pd.concat(
+            [store.read(lanes.lane_path("evaluation", s)) for s in strategies], ignore_index=True
+        ),
+        "drift": store.read(lanes.GOLD_DRIFT),
+        "priced": read_table(store.path(lanes.PRICED_COSTS)),
+    }
+
+
+@logic
+def code_versions(context: dg.AssetExecutionContext, strategies: list[Strategy]) -> dict[str, object]:
+    """The code the report was computed by: the cleaner's, the chunkers', each lane's evaluation as
+    last materialized, and this summary's."""
+    lanes_made = context.instance.get_latest_materialization_code_versions(
+        [dg.AssetKey(lanes.lane_key("evaluation", s)) for s in strategies]
+    )
+    return {
+        "cleaner": CLEANER_VERSION,
+        "chunkers": {s.name: s.version for s in strategies},
+        "evaluation": {key.to_user_string(): version for key, version in lanes_made.items()},
+        "summary": context.assets_def.code_versions_by_key[context.asset_key],
+    }
 
 
 def baseline_for(strategies: list[Strategy]) -> tuple[str, str]:
@@ -200,87 +207,25 @@ def summary_asset(
         notes_repo: NotesRepository,
         questions_file: QuestionsFile,
     ):
-        questions = store.read(lanes.QUESTIONS)
-        commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
-        same = identical_strategies(store, strategies, baseline[0])
-        outcomes = pd.concat(
-            [store.read(lanes.lane_path("evaluation", s)) for s in strategies], ignore_index=True
-        )
-        lanes_made = context.instance.get_latest_materialization_code_versions(
-            [dg.AssetKey(lanes.lane_key("evaluation", s)) for s in strategies]
-        )
-        code_versions = {
-            "cleaner": CLEANER_VERSION,
-            "chunkers": {s.name: s.version for s in strategies},
-            "evaluation": {key.to_user_string(): version for key, version in lanes_made.items()},
-            "summary": context.assets_def.code_versions_by_key[context.asset_key],
-        }
-        provenance = report_provenance(
-            outcomes, questions, notes_repo.location(), commit, questions_file.path, code_versions
-        )
-        invalid = dict(zip(questions["question_id"], questions["invalid"])) if "invalid" in questions else {}
-        invalid = {q: why for q, why in invalid.items() if isinstance(why, str)}
-        statuses = questions["gold_status"].value_counts()
-        gold = {f"n_{status}_gold": int(statuses.get(status, 0)) for status in ("stale", "carried")}
-        drift = store.read(lanes.GOLD_DRIFT)
-        drawn_path = store.path("drawn", "plots.arrow")
-        known = load_drawn(drawn_path)
+        evaluated = read_evaluated(store, strategies, baseline[0])
+        source = (notes_repo.location(), questions_file.path, code_versions(context, strategies))
         reported = Reported(RUN_KEYS, retrieval.settings(), baseline, kept)
-        priced = read_table(store.path(lanes.PRICED_COSTS))
-        costs = reported_costs(priced.to_pandas(), json.loads(priced.schema.metadata[b"rag.budgets"]))
-        report = build_report(outcomes, reported, provenance, invalid, same, gold, known, costs)
-        if report.drawn.keys() != known.keys():
-            write_arrow(
-                pa.table({"key": list(report.drawn), "pngs": pa.array(list(report.drawn.values()), PNGS)}),
-                drawn_path,
-            )
-        reports = store.path(lanes.REPORTS)
-        meta = {f"rag.{k}": v for k, v in provenance.items()}
-        files = {
-            f"{name}.parquet": table_bytes(
-                pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(meta)
-            )
-            for name, frame in report.tables.items()
-        }
-        files |= {f"{name}.png": png for name, png in report.plots.items()}
-        files["gold_drift.parquet"] = table_bytes(
-            pa.Table.from_pandas(drift, schema=DRIFT_SCHEMA, preserve_index=False).replace_schema_metadata(
-                meta
-            )
-        )
-        figures = pa.Table.from_pandas(costs.reported(), preserve_index=False)
-        files[lanes.COSTS_REPORT] = table_bytes(figures.replace_schema_metadata(meta | costs.metadata()))
-        files["report.md"] = report.markdown.encode()
-        files[lanes.VERDICT] = json.dumps(
-            report.verdict | {"commit": commit}, indent=1, ensure_ascii=False
-        ).encode()
-        publish_directory(reports, files)  # a user's files and the other reports stay
+        done = published_report(evaluated, reported, source, store.path("drawn", "plots.arrow"))
+        report, reports = done.report, store.path(lanes.REPORTS)
+        publish_directory(reports, done.files)  # a user's files and the other reports stay
         context.log.info(f"verdict: {report.verdict['wording']}")
-        summary = report.tables["evaluation_summary"]
+        confirmed = report.verdict["test_delta"] is not None
+        outcomes, questions = evaluated["outcomes"], evaluated["questions"]
+        experiment = experiment_entries(
+            context.log, store, outcomes, questions, done.provenance, retrieval, questions_file, confirmed
+        )
+        counts = {"commit": evaluated["commit"][:12], "n_invalid": len(done.invalid), **done.gold}
+        counts |= stale_entry(evaluated["drift"])
         return materialized(
-            # what the reports say they were computed from too: the files below it copy that; and the
-            # verdict's choice, which answers reads and the budgets move without this table moving
-            config_digest(
-                content_version(summary, list(summary.columns)), provenance, report.verdict["best"]
-            ),
-            summary_metadata(
-                report,
-                same,
-                baseline,
-                {"commit": commit[:12], "n_invalid": len(invalid), **gold, **stale_entry(drift)},
-                experiment_entries(
-                    context.log,
-                    store,
-                    outcomes,
-                    questions,
-                    provenance,
-                    retrieval,
-                    questions_file,
-                    report.verdict["test_delta"] is not None,
-                ),
-            ),
-            files=[reports / name for name in files],
-            kept={"report": str(reports / "report.md"), "computed_from": provenance},
+            config_digest(*done.version_parts()),
+            summary_metadata(report, evaluated["same"], baseline, counts, experiment),
+            files=[reports / name for name in done.files],
+            kept={"report": str(reports / "report.md"), "computed_from": done.provenance},
         )
 
     return evaluation_summary

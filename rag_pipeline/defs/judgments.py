@@ -6,34 +6,23 @@ from pathlib import Path
 
 import dagster as dg
 import pandas as pd
-import pyarrow as pa
 
 from rag_pipeline.defs.platform import lanes
 from rag_pipeline.defs.platform.assets import stage_asset
 from rag_pipeline.defs.platform.io import forward_logs
-from rag_pipeline.defs.platform.lanes import run_units
 from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, JudgeResource, RetrievalResource
-from rag_pipeline.lib.answers import BASELINE_STRATEGY
+from rag_pipeline.lib.answers import run_units
 from rag_pipeline.lib.chunking import Strategy
-from rag_pipeline.lib.core import content_version, read_table, write_table
+from rag_pipeline.lib.core import read_table
 from rag_pipeline.lib.core.fingerprint import logic
-from rag_pipeline.lib.evaluation import LEDGER, record_judged, short, to_markdown
+from rag_pipeline.lib.evaluation import LEDGER, record_judged, to_markdown
 from rag_pipeline.lib.judging import (
-    JUDGMENT_COLUMNS,
-    SHORT_KEY,
-    SUMMARY_COLUMNS,
     LabelsError,
-    attach_labels,
-    item_scores,
-    items_frame,
-    judge_all,
-    judge_items,
-    judged_summary,
+    judge_answers,
+    judged_runs,
     judged_table,
-    question_scores,
     read_labels,
-    served_lines,
 )
 from rag_pipeline.lib.questions import questions_from_frame, usable
 
@@ -47,12 +36,15 @@ def labels_of(judge: JudgeResource) -> pd.DataFrame:
     return read_labels(path)
 
 
-def shown_on(context: dg.AssetExecutionContext, metadata: Mapping[str, object]) -> None:
-    """The judged summary on the pages of `answers` and `evaluation_summary` too, as an observation of
-    each: Dagster's automation and stale status read only materializations of an asset that is
-    materialized, so an observation changes nothing of what runs."""
+def shown_on(context: dg.AssetExecutionContext, pages: Mapping[str, str]) -> dict[str, object]:
+    """The judged summary's Markdown `pages`, as metadata, on the pages of `answers` and
+    `evaluation_summary` too, as an observation of each: Dagster's automation and stale status read
+    only materializations of an asset that is materialized, so an observation changes nothing of
+    what runs."""
+    metadata = {name: dg.MetadataValue.md(text) for name, text in pages.items()}
     for key in ("answers", "evaluation_summary"):
         context.log_event(dg.AssetObservation(asset_key=key, metadata=dict(metadata)))
+    return metadata
 
 
 def judgments_asset(
@@ -86,59 +78,31 @@ def judgments_asset(
         judge: JudgeResource,
     ) -> dg.MaterializeResult:
         labels = labels_of(judge)  # a bad labels file fails before anything is asked or written
-        answers = store.read(lanes.ANSWERS)
-        questions = store.read(lanes.QUESTIONS)
+        answers, questions = store.read(lanes.ANSWERS), store.read(lanes.QUESTIONS)
         cleaned_notes = store.read(lanes.CLEANED_NOTES)
-        asked_questions, spans = questions_from_frame(usable(questions))
-        runs = sorted(
-            {(s, r) for s, r in zip(answers["strategy"], answers["retriever"]) if s != BASELINE_STRATEGY}
-        )
-        units = run_units(store, retrieval, strategies, runs, asked_questions, spans, cleaned_notes)
-        access = dict(zip(cleaned_notes["note"], cleaned_notes["access"]))
-        items = judge_items(answers, units, asked_questions, access)
+        asked, spans = questions_from_frame(usable(questions))
+        runs = judged_runs(answers)  # the passages each answered run was given, rebuilt
+        retrieved = {s: store.read(lanes.lane_path("retrieval", s)) for s, _ in runs}
+        context_size = retrieval.context_k, retrieval.context_chars
+        units = run_units(retrieved, runs, asked, spans, cleaned_notes, *context_size)
         model = judge.get()
         with forward_logs(context):
-            judged = judge_all(model, items, judge.times(model), judge.bias_sample)
-        scores = item_scores(judged.rows)
-        table, counts = attach_labels(items_frame(items), labels)
-        if said := counts.warning():
+            done = judge_answers(
+                model, judge.times(model), judge.bias_sample, answers, units, asked, cleaned_notes, labels
+            )
+        if said := done.counts.warning():
             context.log.warning(f"RAG_JUDGE_LABELS: {said}")
-        summary = judged_summary(scores, table, judged.flips, judged.by_construction, counts.skipped)
-        meta = read_table(store.path(lanes.report_path("evaluation_summary.parquet"))).schema.metadata or {}
-        summary_file = store.path(lanes.report_path(lanes.JUDGED_SUMMARY))
-        write_table(
-            pa.Table.from_pandas(summary, preserve_index=False).replace_schema_metadata(meta), summary_file
-        )
-        rows_file = store.write(judged.rows, lanes.JUDGMENTS)
-        items_file = store.write(table, lanes.JUDGED_ITEMS)
-        record_judged(store.path(LEDGER), question_scores(scores), usable(questions))
-        shown = to_markdown(judged_table(summary))
-        context.log.info(f"judged summary ({judged.asked} judge requests):\n{shown}")
-        corrected = "corrected by people's labels" if counts.used else "the judge's, uncorrected"
-        pages = {
-            f"judged {'/'.join(served)}": dg.MetadataValue.md(
-                "\n".join(f"- {line}" for line in served_lines(summary, "/".join(served))) or "not answered"
-            ),
-            "judged_summary": dg.MetadataValue.md(f"{shown}\n\n{SHORT_KEY}"),
-        }
-        shown_on(context, pages)
+        meta = read_table(store.path(lanes.report_path("evaluation_summary.parquet"))).schema.metadata
+        rows_file = store.write(done.rows, lanes.JUDGMENTS)
+        summary_file = store.write(done.summary, lanes.report_path(lanes.JUDGED_SUMMARY), metadata=meta or {})
+        record_judged(store.path(LEDGER), done.scores, usable(questions))
+        shown = to_markdown(judged_table(done.summary))
+        context.log.info(f"judged summary ({done.asked} judge requests):\n{shown}")
+        pages = shown_on(context, done.pages("/".join(served)))
         return materialized(
-            config_digest(
-                content_version(judged.rows, JUDGMENT_COLUMNS),
-                content_version(summary, SUMMARY_COLUMNS),
-                content_version(table, [c for c in table.columns if c.endswith("_label")]),
-            ),
-            {
-                "judge_version": short(model.judge_version, 60),
-                "prompts_asked": judged.asked,
-                "figures": corrected,
-                "labels_used": counts.used,
-                "labels_stale": counts.stale,
-                "labels_unmatched": len(counts.unmatched),
-                "labels_skipped": sum(counts.skipped.values()),
-                **pages,
-            },
-            files=[rows_file, summary_file, items_file],
+            config_digest(*done.content_versions()),
+            done.figures(model.judge_version) | pages,
+            files=[rows_file, summary_file, store.write(done.items, lanes.JUDGED_ITEMS)],
             kept={"judge_version": model.judge_version},
         )
 

@@ -10,22 +10,11 @@ from rag_pipeline.defs.platform import lanes
 from rag_pipeline.defs.platform.assets import stage_asset
 from rag_pipeline.defs.platform.lineage import config_digest, materialized
 from rag_pipeline.defs.resources import DataStore, NotesRepository, QuestionsFile
-from rag_pipeline.lib.core import UNAUTHORIZED, content_version, shown_path, write_table
+from rag_pipeline.lib.core import content_version, shown_path, write_table
 from rag_pipeline.lib.questions import (
     DRIFT_SCHEMA,
-    QuestionsError,
-    QuoteCheck,
-    assess,
-    check_notes_exist,
-    current_versions,
-    gold_counts,
-    gold_problems,
-    invalid_gold_message,
-    question_splits,
-    questions_frame,
-    quoting_warnings,
-    resolve_label_commits,
-    with_access,
+    Notes,
+    locate_questions,
 )
 
 CHECK = (
@@ -40,6 +29,7 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         "questions",
         group="sources",
         checks=[("evidence_found_once", CHECK, True)],
+        logic=[evidence_check],
         config=lambda questions_file, notes_repo: config_digest(
             questions_file.version(), notes_repo.version()
         ),
@@ -58,71 +48,44 @@ def questions_asset(resources: Mapping[str, object]) -> dg.AssetsDefinition:
         notes_repo: NotesRepository,
         store: DataStore,
     ):
-        digest, source = questions_file.sha256(), shown_path(questions_file.path)
         commit = str(store.read(lanes.SOURCE_NOTES, columns=["commit"])["commit"].iloc[0])
-        cleaned = store.read(
-            lanes.CLEANED_NOTES, columns=["note", "path", "source_version", "text", "access", "title"]
+        columns = ["note", "path", "source_version", "text", "access", "title"]
+        notes = Notes(
+            notes_repo.open(),
+            commit,
+            notes_repo.glob,
+            notes_repo.exclude,
+            store.read(lanes.CLEANED_NOTES, columns=columns),
         )
-        texts = dict(zip(cleaned["note"], cleaned["text"]))
-        repo = notes_repo.open()
-        asked = questions_file.load()
-        # split as the file has the questions: a note's access moving a question's category moves
-        # no question's split
-        splits = question_splits(asked, questions_file.test_share)
-        items = resolve_label_commits(repo, asked, source)
-        # a labelled question whose note is gone is stale, not an error
-        check_notes_exist([q for q in items if q.commit is None], set(texts), source)
-        items = with_access(items, dict(zip(cleaned["note"], cleaned["access"])), source)
-        quoting = quoting_warnings(
-            items, QuoteCheck(zip(*(cleaned[c] for c in ("note", "access", "text", "title")))), source
+        skip = questions_file.invalid == "skip"
+        source = shown_path(questions_file.path)
+        found = locate_questions(
+            questions_file.load(), notes, questions_file.test_share, source, skip, context.log.warning
         )
-        for line in quoting:  # the question is still asked: a warning, not a failure
-            context.log.warning(line)
-        statuses, drift = assess(
-            repo, items, commit, notes_repo.glob, notes_repo.exclude, source, current_versions(cleaned)
-        )
-        problems = gold_problems(statuses)
-        if problems and questions_file.invalid != "skip":
-            raise QuestionsError(invalid_gold_message(source, problems))
-        if problems:
-            context.log.warning(invalid_gold_message(source, problems))
-        status = {q: s.status for q, s in statuses.items()}
-        frame = questions_frame(items, texts, problems, status, splits=splits)
-        frame["questions_sha256"] = digest
+        frame = found.frame.assign(questions_sha256=questions_file.sha256())
         path = store.write(frame, lanes.QUESTIONS)
         drift_path = store.path(lanes.GOLD_DRIFT)
-        write_table(pa.Table.from_pandas(drift, schema=DRIFT_SCHEMA, preserve_index=False), drift_path)
-        counts = gold_counts(statuses)
-        check = dg.AssetCheckResult(
-            check_name="evidence_found_once",
-            passed=not problems,
-            severity=dg.AssetCheckSeverity.WARN,
-            metadata={
-                "left_out": dg.MetadataValue.md(
-                    "\n".join(f"- {q}: {p}" for q, p in problems.items()) or "none"
-                )
-            },
-        )
+        write_table(pa.Table.from_pandas(found.drift, schema=DRIFT_SCHEMA, preserve_index=False), drift_path)
+        figures = found.figures()
+        figures["quoting_restricted"] = dg.MetadataValue.md(figures["quoting_restricted"])
+        figures |= {key: dg.MetadataValue.json(figures[key]) for key in ("categories", "splits")}
         return materialized(
             # the drift rows are read by the summary alone, which runs again at every commit anyway: a
             # commit that only lengthens their history must not re-run retrieval
             content_version(frame, list(frame.columns)),
-            {
-                "questions": len(frame),
-                "answerable": int(frame["answerable"].sum()),
-                "unanswerable": int((~frame["answerable"] & (frame["category"] != UNAUTHORIZED)).sum()),
-                "unauthorized": int((frame["category"] == UNAUTHORIZED).sum()),
-                "invalid": len(problems),
-                "quoting_restricted": dg.MetadataValue.md("\n".join(f"- {w}" for w in quoting) or "none"),
-                "n_carried_gold": counts["carried"],
-                "n_stale_gold": counts["stale"],
-                "categories": dg.MetadataValue.json(frame["category"].value_counts().to_dict()),
-                "splits": dg.MetadataValue.json(frame["split"].value_counts().to_dict()),
-                "file": questions_file.path,
-                "indexed_commit": commit,
-            },
+            figures | {"file": questions_file.path, "indexed_commit": commit},
             files=[path, drift_path],
-            checks=[check],
+            checks=[evidence_check(found.problems)],
         )
 
     return _questions
+
+
+def evidence_check(problems: dict[str, str]) -> dg.AssetCheckResult:
+    left_out = "\n".join(f"- {q}: {p}" for q, p in problems.items()) or "none"
+    return dg.AssetCheckResult(
+        check_name="evidence_found_once",
+        passed=not problems,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"left_out": dg.MetadataValue.md(left_out)},
+    )

@@ -5,7 +5,6 @@ from collections.abc import Mapping
 
 import dagster as dg
 import pandas as pd
-import pyarrow as pa
 
 from rag_pipeline.defs.platform import lanes
 from rag_pipeline.defs.platform.assets import stage_asset
@@ -37,6 +36,7 @@ from rag_pipeline.lib.serving import (
     serving_eval,
     serving_problems,
 )
+from rag_pipeline.lib.serving.reported import serving_report
 
 # what the served tables hold, and what was measured on them: latency varies from run to run
 TABLE_CONTENT = ["chunk_id", "access", "commit", "embedding_version"]
@@ -205,44 +205,27 @@ def serving_evaluation_asset(
         searched: dict[str, int] = {}
         tables = served_store.get()
         frames = [measure(s, questions, store, embedder, serving, tables, searched) for s in strategies]
-        frame = pd.concat(frames, ignore_index=True).assign(commit=commit)
-        provenance = {
-            "repository": notes_repo.location(),
-            "commit": commit,
-            "questions_file": questions_file.path,
-            "questions_sha256": str(questions["questions_sha256"].iloc[0]) if len(questions) else "",
-            "embedding_version": str(frame["embedding_version"].iloc[0]),
-            "code_versions": json.dumps(
-                {
-                    "chunkers": {s.name: s.version for s in strategies},
-                    "serving": context.assets_def.code_versions_by_key[context.asset_key],
-                }
-            ),
-        }
+        code = {"chunkers": {s.name: s.version for s in strategies}}
+        code["serving"] = context.assets_def.code_versions_by_key[context.asset_key]
+        report = serving_report(frames, questions, notes_repo.location(), commit, questions_file.path, code)
         path = store.path(lanes.report_path(lanes.SERVING_REPORT))
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        write_table(table.replace_schema_metadata({f"rag.{k}": v for k, v in provenance.items()}), path)
-        shown = frame.drop(columns=["commit", "embedding_version", "table_version"])
-        shown = shown.assign(
-            **{c: shown[c].round().astype(int) for c in ("latency_p50_ms", "latency_p95_ms")}
-        )
-        context.log.info(f"serving evaluation:\n{to_markdown(shown)}")
+        write_table(report.table(), path)
+        shown = to_markdown(report.shown())
+        context.log.info(f"serving evaluation:\n{shown}")
         context.log.info(
             f"questions searched exactly, per table (the others' results cannot have changed): {searched}"
         )
-        at_k = frame[frame["k"] == RECALL_K]
         return materialized(
-            content_version(frame, MEASURED),
+            content_version(report.frame, MEASURED),
             {
-                "serving": dg.MetadataValue.md(to_markdown(shown)),
-                f"min recall_vs_exact@{RECALL_K}": float(at_k["recall_vs_exact"].min()),
-                f"max latency_p95_ms@{RECALL_K}": float(at_k["latency_p95_ms"].max()),
+                "serving": dg.MetadataValue.md(shown),
+                **report.figures(),
                 "path": dg.MetadataValue.path(str(path)),
                 "commit": commit,
                 "questions_searched": dg.MetadataValue.json(searched),
             },
             files=[path],
-            checks=[verdict(frame)],
+            checks=[verdict(report.frame)],
         )
 
     return serving_evaluation

@@ -7,16 +7,22 @@ import pytest
 
 from rag_pipeline.lib.answers import (
     ABSTAIN,
+    BASELINE_STRATEGY,
+    NONE,
     ORACLE,
     ExtractiveLLM,
     Reply,
     Unit,
     answer_all,
+    answer_runs,
     answer_summary,
+    answered_runs,
+    answers_md,
     context_units,
     make_prompt,
     oracle_units,
     parse_reply,
+    run_units,
     score_answers,
     sentences,
 )
@@ -220,3 +226,47 @@ def test_extractive_needs_a_min_score_for_an_embedder_it_was_not_measured_with()
     with pytest.raises(ValueError, match="no measured min_score for embedder backend 'ollama'"):
         ExtractiveLLM(Remote())
     assert ExtractiveLLM(Remote(), min_score=0.6).min_score == 0.6
+
+
+def test_answered_runs_are_the_baseline_the_choice_and_the_served_run_or_the_setting():
+    summary = pd.DataFrame({"strategy": ["a", "b"], "retriever": ["dense", "bm25"], "n_questions": [3, 3]})
+    base, served = ("a", "dense"), ("b", "bm25")
+    assert answered_runs("", summary, base, served, None) == [base, served]
+    assert answered_runs("", summary, base, served, served) == [base, served]
+    assert answered_runs(" b/bm25 ", summary, base, base, None) == [served, base]
+    with pytest.raises(ValueError, match="RAG_ANSWER_RUNS: c/dense is not an evaluated run"):
+        answered_runs("c/dense", summary, base, served, None)
+    # no answerable question: no best run, only the baselines are answered
+    assert answered_runs("b/bm25", summary.assign(n_questions=0), base, served, served) == []
+
+
+def test_runs_are_answered_from_their_retrieval_lane_and_scored(cleaned, gold, tmp_path):
+    items, spans = gold
+    (first,) = oracle_units(spans["4"], cleaned)
+    lane = pd.DataFrame(
+        {
+            "question_id": ["4", "4"],
+            "retriever": ["dense", "bm25"],
+            "rank": [1, 1],
+            "chunk_id": ["d", "b"],
+            "note": [first.note] * 2,
+            "start": [first.start, 0],
+            "end": [first.end, 10],
+            "n_chars": [first.end - first.start, 10],
+        }
+    )
+    notes = cleaned.assign(access=[[] for _ in range(len(cleaned))])
+    units = run_units({"s": lane}, [("s", "bm25")], items, spans, notes, 5, 4000)
+    assert set(units) == {(BASELINE_STRATEGY, NONE), (BASELINE_STRATEGY, ORACLE), ("s", "bm25")}
+    assert [u.chunk_id for u in units[("s", "bm25")]["4"]] == ["b"]  # the run's retriever only
+    assert all(units[("s", "bm25")][str(q.id)] == [] for q in items if str(q.id) != "4")
+
+    done = answer_runs(ExtractiveLLM(HashingEmbedder()), units, items, spans, 2, tmp_path)
+    assert len(done.frame) == 3 * 2 * len(items) and set(done.frame["repeat"]) == {0, 1}
+    # a prompt already asked (a question with no passage: `none`, and `s` but for question 4) is not
+    assert 0 < done.asked < len(done.frame)
+    assert len(done.summary) == 3 and not done.reused
+    again = answer_runs(ExtractiveLLM(HashingEmbedder()), units, items, spans, 2, tmp_path)
+    assert again.asked == 0 and again.frame["answer"].tolist() == done.frame["answer"].tolist()
+    shown = answers_md(done.frame)
+    assert "s/bm25" in shown and "oracle" in shown and "s/none" not in shown

@@ -9,9 +9,12 @@ import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.embedding.factory import make_embedder
+from rag_pipeline.lib.evaluation import Ranking
 from rag_pipeline.lib.retrieval import ChunkIndex, HttpReranker, RetrievalSettings, make_analyzer
-from rag_pipeline.lib.serving import serving_rows, sync_table
+from rag_pipeline.lib.serving import LanceStore, serving_rows, sync_table, table_key
 from rag_pipeline.lib.serving.costs import Asked, configuration_costs, embedding_times
+from rag_pipeline.lib.serving.measured import asked_questions, measured_costs
+from rag_pipeline.lib.serving.store import DEFAULT_ANN
 from rag_pipeline_tests.fakes.reranker import FakeReranker
 from rag_pipeline_tests.serving.test_serving import NOW, chunks
 from rag_pipeline_tests.support.served import open_table
@@ -74,3 +77,28 @@ def test_no_question_no_figure(tmp_path):
     index = ChunkIndex(chunks=frame, vectors=np.zeros((len(frame), 0)), analyzer=make_analyzer("char"))
     found = configuration_costs(open_table(tmp_path, "s"), index, "s", ["dense"], [], RetrievalSettings())
     assert found["n_questions"].tolist() == [0] and pd.isna(found["latency_p95_ms"]).all()
+
+
+def test_every_strategy_is_measured_on_its_served_table_and_each_query_timed_once(tmp_path):
+    model = make_embedder("hashing")
+    lanes = {}
+    for name, notes in (("a-1", {"n1": [], "n2": ["sre"]}), ("b-2", {"n1": []})):
+        lanes[name] = chunks(notes).assign(parent_id=lambda f: f["note"], parent_start=0, parent_end=100)
+        rows = serving_rows(lanes[name], model.embed(lanes[name]["text"].tolist(), "passage"))
+        sync_table(tmp_path, table_key(name), rows, retain=NOW)
+    questions = pd.DataFrame({"question_id": ["1", "2", "3"], "q": QUESTIONS, "groups": [None, ["sre"], []]})
+    asked = asked_questions(questions, model.embed(QUESTIONS, "query"), model, tmp_path / "times.parquet")
+    assert [a.groups for a in asked] == [None, ["sre"], []] and [a.text for a in asked] == QUESTIONS
+    again = asked_questions(questions, model.embed(QUESTIONS, "query"), model, tmp_path / "times.parquet")
+    assert [a.embed_ms for a in again] == [a.embed_ms for a in asked]  # timed once, then kept
+    ranking = Ranking(["dense", "bm25"], RetrievalSettings(candidate_k=20), None, make_analyzer("char"))
+    found = measured_costs(
+        ["a-1", "b-2"], lanes.__getitem__, LanceStore(tmp_path), asked, ranking, DEFAULT_ANN, tmp_path
+    )
+    assert found[["strategy", "retriever"]].values.tolist() == [
+        ["a-1", "dense"],
+        ["a-1", "bm25"],
+        ["b-2", "dense"],
+        ["b-2", "bm25"],
+    ]
+    assert (found["n_questions"] == 3).all()

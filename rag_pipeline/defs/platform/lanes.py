@@ -1,19 +1,16 @@
-"""Asset keys and file paths: every lane's and report's name is made here and nowhere else; the one
-check that a lane's embeddings exist and match its chunks, and the units the answer and judge
-stages' prompts pass, read from the runs' retrieval lanes."""
+"""Asset keys and file paths: every lane's and report's name is made here (or, for a name lib's code
+writes itself, taken from lib) and nowhere else; the one check that a lane's embeddings exist and
+match its chunks."""
 
 from __future__ import annotations
 
-import pandas as pd
-
-from rag_pipeline.defs.resources import DataStore, RetrievalResource
-from rag_pipeline.lib.answers import BASELINE_STRATEGY, Unit, prompt_units
 from rag_pipeline.lib.chunking import Strategy
 from rag_pipeline.lib.core import version_key
 from rag_pipeline.lib.core.fingerprint import logic
 from rag_pipeline.lib.embedding import LaneMismatch, LaneVectors, read_lane
+from rag_pipeline.lib.evaluation.published import COSTS_REPORT as COSTS_REPORT  # the report files
+from rag_pipeline.lib.evaluation.published import VERDICT as VERDICT
 from rag_pipeline.lib.questions import QUESTIONS as QUESTIONS
-from rag_pipeline.lib.questions import Question
 from rag_pipeline.lib.release import RELEASE_DIR
 from rag_pipeline.lib.serving import DB_DIR as LANCEDB_DIR
 from rag_pipeline.lib.serving import table_key
@@ -38,8 +35,6 @@ REPORTS = "reports"
 ANSWER_SUMMARY = "answer_summary.parquet"
 JUDGED_SUMMARY = "judged_summary.parquet"
 SERVING_REPORT = "serving.parquet"
-VERDICT = "verdict.json"
-COSTS_REPORT = "costs.parquet"  # the measured costs as priced and held against the budgets
 DB_DIR = LANCEDB_DIR  # the served LanceDB tables
 RELEASE = RELEASE_DIR  # current.json, history.parquet, questions.parquet
 SUMMARY_TABLES = ("evaluation_summary", "question_ranks", "budget_recall", "category_recall", "comparison")
@@ -120,26 +115,3 @@ def read_vectors(
         raise ValueError(
             f"{path} holds other chunks than {lane_key('chunks', strategy)}: materialize {asset}"
         ) from None
-
-
-@logic
-def run_units(
-    store: DataStore,
-    retrieval: RetrievalResource,
-    strategies: list[Strategy],
-    runs: list[tuple[str, str]],
-    items: list[Question],
-    spans: dict,
-    cleaned_notes: pd.DataFrame,
-) -> dict[tuple[str, str], dict[str, list[Unit]]]:
-    """Per run (the `none` and `oracle` baselines and `runs`), per question, the units its prompt
-    passes, read from the runs' retrieval lanes (`prompt_units`)."""
-    by_name = {s.name: s for s in strategies}
-    ranked = {}
-    for strategy, retriever in runs:
-        frame = store.read(lane_path("retrieval", by_name[strategy]))
-        ranked[(strategy, retriever)] = frame[frame["retriever"] == retriever]
-    settings = retrieval.settings()
-    return prompt_units(
-        items, spans, cleaned_notes, ranked, settings.context_k, settings.context_chars, BASELINE_STRATEGY
-    )

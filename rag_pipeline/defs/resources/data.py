@@ -81,10 +81,17 @@ class DataStore(FromSettings):
             raise FileNotFoundError(f"{path}: not materialized yet")
         return read_frame(path, **options)
 
-    def write(self, frame: pd.DataFrame, relative: str, row_group_size: int | None = None) -> AnyPath:
-        """`frame` as the Parquet file at `relative`, atomically; returns its path."""
+    def write(
+        self,
+        frame: pd.DataFrame,
+        relative: str,
+        row_group_size: int | None = None,
+        metadata: dict | None = None,
+    ) -> AnyPath:
+        """`frame` as the Parquet file at `relative`, atomically, with `metadata` as its schema's;
+        returns its path."""
         path = self.path(relative)
-        write_frame(frame, path, row_group_size=row_group_size)
+        write_frame(frame, path, row_group_size=row_group_size, metadata=metadata)
         return path
 
 

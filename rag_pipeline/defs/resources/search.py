@@ -9,8 +9,14 @@ from rag_pipeline.defs.platform.lineage import config_digest
 from rag_pipeline.defs.resources.base import FromSettings, setting
 from rag_pipeline.defs.resources.data import DataStore
 from rag_pipeline.lib.core.fingerprint import logic
-from rag_pipeline.lib.evaluation import Budgets, Prices, read_prices
-from rag_pipeline.lib.retrieval import HttpReranker, RetrievalSettings, RetrieverSpec, parse_retriever
+from rag_pipeline.lib.evaluation import Budgets, Prices, Ranking, read_prices
+from rag_pipeline.lib.retrieval import (
+    HttpReranker,
+    RetrievalSettings,
+    RetrieverSpec,
+    make_analyzer,
+    parse_retriever,
+)
 from rag_pipeline.lib.serving import AnnConfig, Store, served_store
 from rag_pipeline.settings import BUNDLED_PRICES
 
@@ -43,6 +49,9 @@ class RetrievalResource(FromSettings):
             if self.rerank_url
             else None
         )
+
+    def ranking(self) -> Ranking:
+        return Ranking(list(self.retrievers), self.settings(), self.reranker(), make_analyzer(self.analyzer))
 
     def specs(self) -> list[RetrieverSpec]:
         return [parse_retriever(r) for r in self.retrievers]

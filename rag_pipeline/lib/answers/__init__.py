@@ -1,5 +1,13 @@
 """Answers with citations: prompts, the answer backends, the answer cache, scoring."""
 
+from rag_pipeline.lib.answers.answering import (
+    ANSWER_COLUMNS,
+    Answered,
+    answer_runs,
+    answered_runs,
+    answers_md,
+    run_units,
+)
 from rag_pipeline.lib.answers.cache import AnswerCache, answer_all, reply_texts, reuse_line
 from rag_pipeline.lib.answers.extractive import ANSWERERS, ExtractiveLLM, make_llm, sentences
 from rag_pipeline.lib.answers.llm import (
@@ -27,6 +35,7 @@ from rag_pipeline.lib.answers.units import NONE, ORACLE, Unit, context_units, or
 __all__ = [
     "ABSTAIN",
     "ANSWERERS",
+    "ANSWER_COLUMNS",
     "BASELINE_STRATEGY",
     "LLM",
     "NONE",
@@ -34,6 +43,7 @@ __all__ = [
     "PROMPT_VERSION",
     "SHORT_KEY",
     "AnswerCache",
+    "Answered",
     "ChatLLM",
     "ExtractiveLLM",
     "LLMError",
@@ -44,8 +54,11 @@ __all__ = [
     "Sampling",
     "Unit",
     "answer_all",
+    "answer_runs",
     "answer_summary",
     "answer_table",
+    "answered_runs",
+    "answers_md",
     "context_units",
     "make_llm",
     "make_prompt",
@@ -54,6 +67,7 @@ __all__ = [
     "prompt_units",
     "reply_texts",
     "reuse_line",
+    "run_units",
     "score_answers",
     "sentences",
     "split_thinking",

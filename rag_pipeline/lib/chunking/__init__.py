@@ -11,6 +11,7 @@ from rag_pipeline.lib.chunking.chunkers import (
     stable_id,
 )
 from rag_pipeline.lib.chunking.coverage import coverage_problems
+from rag_pipeline.lib.chunking.lane import Chunked, chunk_lane, unchecked_coverage
 from rag_pipeline.lib.chunking.spans import fixed_spans, recursive_spans, section_split_spans, top_sections
 from rag_pipeline.lib.chunking.strategy_file import (
     StrategyError,
@@ -24,9 +25,11 @@ from rag_pipeline.lib.chunking.texts import contextual_text, with_text_hashes
 __all__ = [
     "STRATEGIES",
     "ChunkSpanError",
+    "Chunked",
     "Strategy",
     "StrategyError",
     "chunk_cleaned_note",
+    "chunk_lane",
     "chunk_note",
     "contextual_text",
     "coverage_problems",
@@ -40,5 +43,6 @@ __all__ = [
     "stable_id",
     "strategy_from_table",
     "top_sections",
+    "unchecked_coverage",
     "with_text_hashes",
 ]

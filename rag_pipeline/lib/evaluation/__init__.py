@@ -43,6 +43,8 @@ from rag_pipeline.lib.evaluation.metrics import (
 )
 from rag_pipeline.lib.evaluation.plots import heatmap, pareto_front, pareto_plot, pareto_points, recall_grid
 from rag_pipeline.lib.evaluation.prices import Prices, PricesError, answer_cost_per_1k, priced, read_prices
+from rag_pipeline.lib.evaluation.published import Published, load_drawn, published_report
+from rag_pipeline.lib.evaluation.ranked import Ranked, Ranking, ranked_lane
 from rag_pipeline.lib.evaluation.repair import repair
 from rag_pipeline.lib.evaluation.report import Report
 from rag_pipeline.lib.evaluation.runs import (
@@ -94,6 +96,9 @@ __all__ = [
     "LedgerError",
     "Prices",
     "PricesError",
+    "Published",
+    "Ranked",
+    "Ranking",
     "Report",
     "Reported",
     "Reuse",
@@ -115,6 +120,7 @@ __all__ = [
     "holds",
     "holm",
     "import_looks",
+    "load_drawn",
     "looks_sentence",
     "matrix_table",
     "over_budget",
@@ -125,9 +131,11 @@ __all__ = [
     "plain",
     "previous_md",
     "priced",
+    "published_report",
     "question_outcomes",
     "question_sets",
     "rank_agreement",
+    "ranked_lane",
     "read_looks",
     "read_prices",
     "recall_at_k",

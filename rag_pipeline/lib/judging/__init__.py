@@ -22,6 +22,7 @@ from rag_pipeline.lib.judging.judges import (
     make_judge,
     position_flips,
 )
+from rag_pipeline.lib.judging.judging import Judging, judge_answers, judged_runs
 from rag_pipeline.lib.judging.labels import (
     LabelCounts,
     LabelsError,
@@ -85,6 +86,7 @@ __all__ = [
     "Item",
     "Judge",
     "Judged",
+    "Judging",
     "LabelCounts",
     "LabelsError",
     "ModelJudge",
@@ -99,8 +101,10 @@ __all__ = [
     "item_scores",
     "items_frame",
     "judge_all",
+    "judge_answers",
     "judge_items",
     "judge_prompt",
+    "judged_runs",
     "judged_summary",
     "judged_table",
     "label_order",

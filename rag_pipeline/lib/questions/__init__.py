@@ -24,6 +24,7 @@ from rag_pipeline.lib.questions.labels import (
     usable,
     with_access,
 )
+from rag_pipeline.lib.questions.located import Located, Notes, locate_questions
 from rag_pipeline.lib.questions.prompted import LLM_CATEGORIES, Asker
 from rag_pipeline.lib.questions.quoting import MIN_RUN, QuoteCheck, quoting_warnings
 from rag_pipeline.lib.questions.refresh import RELABEL_THRESHOLD, drift_md, refresh, stale_suggestions
@@ -60,7 +61,9 @@ __all__ = [
     "Candidate",
     "Draft",
     "Evidence",
+    "Located",
     "Note",
+    "Notes",
     "Question",
     "QuestionsError",
     "QuoteCheck",
@@ -80,6 +83,7 @@ __all__ = [
     "gold_problems",
     "invalid_gold_message",
     "load_questions",
+    "locate_questions",
     "most_similar_span",
     "note_versions",
     "notes_at",

@@ -32,6 +32,16 @@ from rag_pipeline.lib.release.live import (
     verify_release,
 )
 from rag_pipeline.lib.release.narrow import narrow_live
+from rag_pipeline.lib.release.releasing import (
+    Gate,
+    Recorded,
+    decision_row,
+    reasons_md,
+    release_decision,
+    release_state,
+    served_leaks,
+    unevaluated,
+)
 from rag_pipeline.lib.serving import RELEASE_DIR
 
 __all__ = [
@@ -43,11 +53,14 @@ __all__ = [
     "RELEASED",
     "RELEASE_DIR",
     "Decision",
+    "Gate",
+    "Recorded",
     "ReleaseError",
     "append_history",
     "budget_problems",
     "checked_current",
     "decide",
+    "decision_row",
     "follow_release",
     "found",
     "label_key",
@@ -58,8 +71,13 @@ __all__ = [
     "read_current",
     "read_history",
     "read_released_questions",
+    "reasons_md",
     "recall",
+    "release_decision",
+    "release_state",
     "released_table",
+    "served_leaks",
+    "unevaluated",
     "verify_release",
     "write_release",
 ]
