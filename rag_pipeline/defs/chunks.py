@@ -8,13 +8,15 @@ import pandas as pd
 
 from rag_pipeline.defs.platform import lanes
 from rag_pipeline.defs.platform.assets import stage_asset
-from rag_pipeline.defs.platform.lineage import CHECKS, config_digest, last_materialization, materialized
+from rag_pipeline.defs.platform.internals.reads import check_passed
+from rag_pipeline.defs.platform.lineage import config_digest, last_materialization, materialized
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.lib.chunking import Strategy, chunk_lane, unchecked_coverage
 from rag_pipeline.lib.core import content_version, joined_in_order, note_buckets
 from rag_pipeline.lib.core.fingerprint import logic
 
 NOTE_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]
+REPRODUCE = "chunks_reproduce_notes"
 CHUNKS_CONTENT = ["chunk_id", "commit"]  # the commit too: it is what the served rows say their text is from
 
 
@@ -47,7 +49,7 @@ def chunks_asset(strategy: Strategy, shard: tuple[int, int] | None = None) -> dg
         first=shard is not None,  # the shards lead to the embedding, the long pole
         checks=[
             (
-                "chunks_reproduce_notes",
+                REPRODUCE,
                 f"Each chunk's text is its span of the cleaned note; the spans leave no text out{covers}",
                 True,
             )
@@ -129,5 +131,5 @@ def previous_passed(context: dg.AssetExecutionContext, previous: pd.DataFrame | 
     last = last_materialization(context.instance, context.asset_key)
     if previous is None or last is None:
         return False
-    passed = ((last.value(CHECKS) or {}).get("chunks_reproduce_notes") or {}).get("passed") is True
-    return passed and last.data_version == content_version(previous, CHUNKS_CONTENT)
+    passed = check_passed(context.instance, dg.AssetCheckKey(context.asset_key, REPRODUCE))
+    return passed is True and last.data_version == content_version(previous, CHUNKS_CONTENT)

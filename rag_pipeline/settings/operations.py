@@ -41,11 +41,33 @@ class Automation:
 
 
 @dataclass(frozen=True)
+class Executor:
+    """Where RAG_EXECUTOR's steps run: Dagster's executor `attribute` of the package `module`,
+    which the pyproject `extra` installs (None: Dagster's own). Named here, not imported: `ask`
+    reads these settings without loading Dagster."""
+
+    module: str
+    attribute: str
+    extra: str | None = None
+
+
+# every RAG_EXECUTOR by name: in the run's process, a process per step, a Celery worker per step
+# (dagster-celery, Redis by default), a Kubernetes job per step (dagster-k8s); the steps are light
+# glue around numpy and the in-process embedder, so one process is faster on one small machine
+EXECUTORS = {
+    "in_process": Executor("dagster", "in_process_executor"),
+    "multiprocess": Executor("dagster", "multiprocess_executor"),
+    "celery": Executor("dagster_celery", "celery_executor", "celery"),
+    "k8s": Executor("dagster_k8s", "k8s_job_executor", "k8s"),
+}
+
+
+@dataclass(frozen=True)
 class Cluster:
     """Where steps run: the executor, Celery's broker, backend and step timeout, and the run's tags."""
 
     executor: str = one_of(
-        "RAG_EXECUTOR", "in_process", "in_process", "multiprocess", "celery", "k8s", shared=False
+        "RAG_EXECUTOR", "in_process", *EXECUTORS, shared=False
     )  # where steps run; a worker need not name it
     redis_port: int = var(
         "RAG_REDIS_PORT",

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rag_pipeline.lib.evaluation import split_figures, verdict
-from rag_pipeline.lib.evaluation.splits import MATRIX_COLUMNS
+from rag_pipeline.lib.evaluation.confirmation import MATRIX_COLUMNS
 from rag_pipeline.lib.questions import stratified_splits
 
 CONFIGURATIONS, QUESTIONS, TRUE_RECALL, SEEDS = 30, 280, 0.7, 100

@@ -154,20 +154,14 @@ def foreseen(
     defs: dg.Definitions, instance: dg.DagsterInstance, observed: dict[dg.AssetKey, str]
 ) -> dict[dg.AssetKey, list[str]]:
     """What `requested` would return once `look` recorded `observed` and the broken outputs, with
-    nothing recorded (a plan writes nothing): the evaluation as it stands, plus every asset below a
-    source that moved or at a broken output, as a requested parent brings its children."""
-    wanted = requested(defs, instance)
+    nothing recorded (a plan writes nothing): the evaluation as it stands, plus what a source that
+    moved or a broken output reaches in the graph, as a requested parent brings its children."""
     graph = defs.resolve_asset_graph()
     moved = [key for key, version in observed.items() if source_version(instance, key) != version]
-    found = {child: [REASONS[2]] for key in moved for child in graph.get(key).child_keys}
-    found |= {key: [REASONS[3]] for key in broken_outputs(defs, instance)}
-    todo = list(found)
-    while todo:
-        for child in graph.get(todo.pop()).child_keys:
-            if child not in found and graph.get(child).is_materializable:
-                found[child] = [REASONS[2]]
-                todo.append(child)
-    return found | wanted
+    broken = broken_outputs(defs, instance)
+    below = dg.AssetSelection.assets(*moved, *broken).downstream().resolve(graph)
+    found = {key: [REASONS[2]] for key in below if graph.get(key).is_materializable}
+    return found | {key: [REASONS[3]] for key in broken} | requested(defs, instance)
 
 
 def reasons(evaluation) -> list[str]:

@@ -1,61 +1,30 @@
-"""Where a run's steps run, as RAG_EXECUTOR names it: in the run's process, a process per step, a
-Celery worker per step (dagster-celery, Redis by default), or a Kubernetes job per step (dagster-k8s).
-The last two come with an extra; without it, loading the code location fails with one line."""
+"""Where a run's steps run, as RAG_EXECUTOR names it (`settings.operations.EXECUTORS`). Celery and
+Kubernetes come with an extra; without it, loading the code location fails with one line."""
 
 import importlib
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import dagster as dg
 
 from rag_pipeline.settings import Settings, SettingsError
+from rag_pipeline.settings.operations import EXECUTORS
 
 VISIBILITY_MARGIN_S = 60  # beyond RAG_CELERY_TASK_TIMEOUT: a step's process starts and reports in it
 
 
-@dataclass(frozen=True)
-class Executor:
-    """A RAG_EXECUTOR: `make` builds its executor from the module `extra` names (module, the
-    pyproject extra that installs it), None when Dagster itself has it."""
-
-    make: Callable[[Any, Settings], dg.ExecutorDefinition]
-    extra: tuple[str, str] | None = None
-
-
-def celery(module: Any, settings: Settings) -> dg.ExecutorDefinition:
-    from celery.exceptions import DuplicateTaskNameWarning
-
-    # dagster-celery registers its step task anew for each step it submits: not a mistake here
-    warnings.filterwarnings("ignore", category=DuplicateTaskNameWarning)
-    return module.celery_executor.configured(celery_config(settings))
-
-
-# every RAG_EXECUTOR by name; the steps are light glue around numpy and the in-process embedder, so
-# one process (`in_process`) is faster on one small machine
-EXECUTORS = {
-    "in_process": Executor(lambda module, settings: dg.in_process_executor),
-    "multiprocess": Executor(lambda module, settings: dg.multiprocess_executor),
-    "celery": Executor(celery, ("dagster_celery", "celery")),
-    "k8s": Executor(lambda module, settings: module.k8s_job_executor, ("dagster_k8s", "k8s")),
-}
-
-
 def executor_for(settings: Settings) -> dg.ExecutorDefinition:
-    """The job's executor. Celery's config is `celery_config`'s; k8s's image, namespace and the rest
-    come from the run launcher or run config."""
+    """The job's executor (`EXECUTORS`). Celery's config is `celery_config`'s; k8s's image, namespace
+    and the rest come from the run launcher or run config."""
     chosen = EXECUTORS[settings.executor]
-    if chosen.extra is None:
-        return chosen.make(None, settings)
-    module_name, extra = chosen.extra
     try:
-        module = importlib.import_module(module_name)
+        executor = getattr(importlib.import_module(chosen.module), chosen.attribute)
     except ImportError:
         raise SettingsError(
-            f"RAG_EXECUTOR={settings.executor} needs the {extra} extra: pip install -e '.[{extra}]'"
+            f"RAG_EXECUTOR={settings.executor} needs the {chosen.extra} extra: "
+            f"pip install -e '.[{chosen.extra}]'"
         ) from None
-    return chosen.make(module, settings)
+    configure = CONFIGURED.get(settings.executor)
+    return executor if configure is None else executor.configured(configure(settings))
 
 
 def celery_config(settings: Settings) -> dict:
@@ -84,6 +53,18 @@ def celery_config(settings: Settings) -> dict:
             "broker_transport_options": transport,
         },
     }
+
+
+def celery(settings: Settings) -> dict:
+    """The Celery executor's config (`celery_config`), for a run."""
+    from celery.exceptions import DuplicateTaskNameWarning
+
+    # dagster-celery registers its step task anew for each step it submits: not a mistake here
+    warnings.filterwarnings("ignore", category=DuplicateTaskNameWarning)
+    return celery_config(settings)
+
+
+CONFIGURED = {"celery": celery}  # the executors configured from the settings, by RAG_EXECUTOR name
 
 
 def unreachable(settings: Settings) -> str | None:

@@ -22,15 +22,14 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from rag_pipeline.defs.platform.internals.reads import latest_data_version
+from rag_pipeline.defs.platform.internals.reads import check_passed, latest_data_version
 from rag_pipeline.defs.platform.outputs import damaged, elsewhere, outputs
 from rag_pipeline.defs.platform.runs import ended
 
 CONFIG = "config_version"
 OUTPUTS = "outputs"
-CHECKS = "checks"
-# OUTPUTS and CHECKS are kept in this one JSON entry, the last on the asset's page: bookkeeping,
-# not what a person reads there
+# OUTPUTS is kept in this one JSON entry, the last on the asset's page: bookkeeping, not what a
+# person reads there
 BOOKKEEPING = "bookkeeping"
 REUSED = "reused"
 # metadata that counts what a run did, not what its output holds: a reused output did none of it,
@@ -126,15 +125,12 @@ def stale_reason(
     for name, value in (external or {}).items():
         if last.value(name) != value:
             return f"{name} changed ({last.value(name)} -> {value})"
-    failed = [name for name, check in (last.value(CHECKS) or {}).items() if not check["passed"]]
+    failed = [
+        key.name for key in context.assets_def.check_keys if check_passed(context.instance, key) is False
+    ]
     if failed:
         return f"its check {', '.join(failed)} failed"
     return damaged(last.value(OUTPUTS))
-
-
-def checks_record(results: Sequence[dg.AssetCheckResult]) -> dict[str, object]:
-    """Whether each check passed, kept with the output (a failed one makes it stale)."""
-    return {r.check_name: {"passed": r.passed, "severity": r.severity.value} for r in results}
 
 
 _RUN_VERSIONS: dict[str, dict[dg.AssetKey, str | None]] = {}
@@ -203,7 +199,7 @@ def materialized(
     """An asset's result with what `reuse` and `stale_reason` need recorded beside its metadata
     (`memoized` adds the settings and external values); `kept` is more bookkeeping, JSON values a
     person does not read on the asset's page."""
-    kept = {**(kept or {}), OUTPUTS: outputs(*files, tables=tables, tags=tags), CHECKS: checks_record(checks)}
+    kept = {**(kept or {}), OUTPUTS: outputs(*files, tables=tables, tags=tags)}
     extra = {BOOKKEEPING: dg.MetadataValue.json(kept)}
     tidy = {k: rounded(k, v) for k, v in metadata.items()}
     return dg.MaterializeResult(
@@ -235,7 +231,9 @@ def memoized(
     def wrap(body: Callable[..., dg.MaterializeResult]) -> Callable[..., dg.MaterializeResult]:
         @functools.wraps(body)
         def step(context: dg.AssetExecutionContext, **resources: object) -> dg.MaterializeResult:
-            if (problem := ended(context.instance.get_run_by_id(context.run_id) or context.run)) is not None:
+            if (
+                problem := ended(context.instance.get_run_by_id(context.run.run_id) or context.run)
+            ) is not None:
                 raise RunEndedError(problem)
             settings, read = given(config, resources), given(external, resources)
             if (kept := reuse(context, settings, read)) is not None:

@@ -9,6 +9,7 @@ from rag_pipeline.lib.evaluation.budgets import (
     reported_costs,
     with_costs,
 )
+from rag_pipeline.lib.evaluation.confirmation import split_figures, split_table
 from rag_pipeline.lib.evaluation.experiments import (
     LEDGER,
     NOT_RECORDED,
@@ -61,7 +62,6 @@ from rag_pipeline.lib.evaluation.sets import (
     rank_agreement,
 )
 from rag_pipeline.lib.evaluation.significance import holm, paired_randomization
-from rag_pipeline.lib.evaluation.splits import split_figures, split_table
 from rag_pipeline.lib.evaluation.tables import (
     Reported,
     glance_tables,

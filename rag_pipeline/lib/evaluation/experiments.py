@@ -33,7 +33,7 @@ import pandas as pd
 from rag_pipeline.lib.core import AnyPath, Location, clipped, read_frame, write_bytes, write_frame
 from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET, REPORT_KS, chars_matrix, first_ranks_of
 from rag_pipeline.lib.evaluation.ranking import HIT, best_fields
-from rag_pipeline.lib.questions.labels import asker_groups
+from rag_pipeline.lib.questions.gold_file import asker_groups
 
 LEDGER = "experiments"
 INDEX = "index.parquet"

@@ -12,10 +12,10 @@ from __future__ import annotations
 import pandas as pd
 
 from rag_pipeline.lib.core import AnyPath, read_frame
+from rag_pipeline.lib.evaluation.confirmation import DIGITS
 from rag_pipeline.lib.evaluation.experiments import JUDGED, read_outcomes
 from rag_pipeline.lib.evaluation.metrics import REPORT_KS
 from rag_pipeline.lib.evaluation.ranking import HIT, configurations, on_dev, scored_rows
-from rag_pipeline.lib.evaluation.splits import DIGITS
 from rag_pipeline.lib.evaluation.verdict import MEASURE
 
 RETRIEVAL = {HIT: MEASURE, **{f"hit@{k}": f"evidence recall@{k}" for k in REPORT_KS}}

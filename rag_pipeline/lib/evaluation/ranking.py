@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rag_pipeline.lib.evaluation.confirmation import DIGITS
 from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET
-from rag_pipeline.lib.evaluation.splits import DIGITS
 from rag_pipeline.lib.questions import DEV
 
 SCORED = ("ok", "carried")  # the gold statuses under which a question is scored

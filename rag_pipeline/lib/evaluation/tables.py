@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rag_pipeline.lib.evaluation.confirmation import FIGURES, MATRIX_COLUMNS, dev_order, split_table
 from rag_pipeline.lib.evaluation.metrics import (
     HEADLINE,
     HEADLINE_BUDGET,
@@ -23,7 +24,6 @@ from rag_pipeline.lib.evaluation.metrics import (
 )
 from rag_pipeline.lib.evaluation.plots import configuration_name
 from rag_pipeline.lib.evaluation.significance import paired_randomization
-from rag_pipeline.lib.evaluation.splits import FIGURES, MATRIX_COLUMNS, dev_order, split_table
 from rag_pipeline.lib.retrieval import RetrievalSettings, parse_retriever
 
 run_label = configuration_name

@@ -5,7 +5,7 @@ The headline measure is evidence recall within a budget of characters (`HEADLINE
 compares chunkers of every size fairly (each passes what fits), and a budget smaller than the
 context budget keeps the measure from saturating; MRR@10 on the development questions breaks ties.
 Choosing and confirming on the same questions would certify the winner's curse (see
-`rag_pipeline.lib.evaluation.splits`).
+`rag_pipeline.lib.evaluation.confirmation`).
 
 Every figure of the comparison is of one population: `best_value`, `baseline_value`, `delta` and
 `p_value` are the test questions' (`compared_on: "test"`), the development figures are under `dev_*`
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rag_pipeline.lib.evaluation.confirmation import DIGITS, MATRIX_COLUMNS, dev_order
 from rag_pipeline.lib.evaluation.metrics import HEADLINE_BUDGET
 from rag_pipeline.lib.evaluation.significance import FEWEST_TO_DECIDE, p_text, p_value
-from rag_pipeline.lib.evaluation.splits import DIGITS, MATRIX_COLUMNS, dev_order
 
 MEASURE = f"evidence recall within {HEADLINE_BUDGET:,} characters"
 ALPHA = 0.05

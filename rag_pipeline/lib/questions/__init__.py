@@ -6,8 +6,7 @@ from rag_pipeline.lib.questions.drafts import CATEGORIES, Draft, draft
 from rag_pipeline.lib.questions.evidence import evidence_problems, invalid_gold_message
 from rag_pipeline.lib.questions.fields import ASKED, awaiting_evidence
 from rag_pipeline.lib.questions.generate import OFFLINE_CATEGORIES, Candidate, Note, notes_at
-from rag_pipeline.lib.questions.history import assess, note_versions, resolve_label_commits
-from rag_pipeline.lib.questions.labels import (
+from rag_pipeline.lib.questions.gold_file import (
     QUESTIONS,
     Evidence,
     Question,
@@ -24,6 +23,7 @@ from rag_pipeline.lib.questions.labels import (
     usable,
     with_access,
 )
+from rag_pipeline.lib.questions.history import assess, note_versions, resolve_label_commits
 from rag_pipeline.lib.questions.located import Located, Notes, locate_questions
 from rag_pipeline.lib.questions.prompted import LLM_CATEGORIES, Asker
 from rag_pipeline.lib.questions.quoting import MIN_RUN, QuoteCheck, quoting_warnings

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import git
 import pandas as pd
 
-from rag_pipeline.lib.questions.labels import Question, QuestionsError
+from rag_pipeline.lib.questions.gold_file import Question, QuestionsError
 from rag_pipeline.lib.questions.status import GoldStatus, NoteVersion, drift_frame, gold_statuses
 from rag_pipeline.lib.sources import (
     FrontMatterError,

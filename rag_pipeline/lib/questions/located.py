@@ -12,8 +12,7 @@ import pandas as pd
 
 from rag_pipeline.lib.core import UNAUTHORIZED
 from rag_pipeline.lib.questions.evidence import invalid_gold_message
-from rag_pipeline.lib.questions.history import assess, resolve_label_commits
-from rag_pipeline.lib.questions.labels import (
+from rag_pipeline.lib.questions.gold_file import (
     Question,
     QuestionsError,
     check_notes_exist,
@@ -21,6 +20,7 @@ from rag_pipeline.lib.questions.labels import (
     questions_frame,
     with_access,
 )
+from rag_pipeline.lib.questions.history import assess, resolve_label_commits
 from rag_pipeline.lib.questions.quoting import QuoteCheck, quoting_warnings
 from rag_pipeline.lib.questions.status import current_versions, gold_counts, gold_problems
 

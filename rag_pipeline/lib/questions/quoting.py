@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from rag_pipeline.lib.core import fold, may_read
-from rag_pipeline.lib.questions.labels import Question
+from rag_pipeline.lib.questions.gold_file import Question
 
 MIN_RUN = 8  # characters
 MIN_SLUG = 4  # characters: a shorter slug (`db`, `sre`) is a common word or a group's name

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 import pyarrow as pa
 
-from rag_pipeline.lib.questions.labels import Question
+from rag_pipeline.lib.questions.gold_file import Question
 from rag_pipeline.lib.questions.similarity import most_similar_span
 from rag_pipeline.lib.sources import HEADING
 

@@ -1,5 +1,17 @@
 """The release gate: whether a new index may be served, and the record of what is live."""
 
+from rag_pipeline.lib.release.directory import (
+    CURRENT,
+    CURRENT_KEYS,
+    HISTORY,
+    QUESTIONS,
+    ReleaseError,
+    append_history,
+    read_current,
+    read_history,
+    read_released_questions,
+    write_release,
+)
 from rag_pipeline.lib.release.gate import (
     REJECTED,
     RELEASED,
@@ -11,18 +23,6 @@ from rag_pipeline.lib.release.gate import (
     leak_problem,
     question_results,
     recall,
-)
-from rag_pipeline.lib.release.ledger import (
-    CURRENT,
-    CURRENT_KEYS,
-    HISTORY,
-    QUESTIONS,
-    ReleaseError,
-    append_history,
-    read_current,
-    read_history,
-    read_released_questions,
-    write_release,
 )
 from rag_pipeline.lib.release.live import (
     checked_current,

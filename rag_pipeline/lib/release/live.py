@@ -6,7 +6,7 @@ moves the tags (`verify_release` is why the asset is stale until it has)."""
 from __future__ import annotations
 
 from rag_pipeline.lib.core import AnyPath
-from rag_pipeline.lib.release.ledger import AGAIN, CURRENT, ReleaseError, read_current
+from rag_pipeline.lib.release.directory import AGAIN, CURRENT, ReleaseError, read_current
 from rag_pipeline.lib.serving import (
     DB_DIR,
     RELEASE_DIR,

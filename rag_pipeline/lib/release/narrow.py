@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pyarrow.compute as pc
 
 from rag_pipeline.lib.core import AnyPath
-from rag_pipeline.lib.release.ledger import ReleaseError, read_current
+from rag_pipeline.lib.release.directory import ReleaseError, read_current
 from rag_pipeline.lib.serving import (
     RELEASE_DIR,
     MissingTable,

@@ -12,14 +12,14 @@ import pandas as pd
 
 from rag_pipeline.lib.core import AnyPath, may_read
 from rag_pipeline.lib.questions import asker_groups
-from rag_pipeline.lib.release.gate import RELEASED, Decision, decide, question_results
-from rag_pipeline.lib.release.ledger import (
+from rag_pipeline.lib.release.directory import (
     CURRENT,
     QUESTIONS,
     append_history,
     read_released_questions,
     write_release,
 )
+from rag_pipeline.lib.release.gate import RELEASED, Decision, decide, question_results
 from rag_pipeline.lib.release.live import follow_release
 from rag_pipeline.lib.release.narrow import narrow_live
 from rag_pipeline.lib.serving import RELEASE_DIR, Revocation, ServedTable, search_rows

@@ -35,7 +35,7 @@ def normalized(scores: np.ndarray, method: str) -> np.ndarray:
     if len(scores) == 0:
         return scores
     if method not in NORMALISATIONS:
-        raise ValueError(f"unknown score normalisation {method!r}; choose 'minmax' or 'zscore'")
+        raise ValueError(f"unknown score normalisation {method!r}; choose one of {', '.join(NORMALISATIONS)}")
     return NORMALISATIONS[method](scores)
 
 

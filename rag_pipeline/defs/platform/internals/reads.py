@@ -1,5 +1,5 @@
-"""Reads of what Dagster records that its public API does not give: an asset's own data version
-and why the UI shows it unsynced. Dagster's private modules only, no project module (the layers test)."""
+"""Reads of what Dagster records that its public API does not give: an asset's own data version,
+why the UI shows it unsynced, and a check's last result. Dagster's private modules only, no project module (the layers test)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from dagster._core.definitions.data_version import (
     CachingStaleStatusResolver,
     extract_data_version_from_entry,
 )
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+EVALUATED = {AssetCheckExecutionRecordStatus.SUCCEEDED, AssetCheckExecutionRecordStatus.FAILED}
 
 
 def latest_data_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str:
@@ -28,3 +31,11 @@ def stale_categories(context: dg.AutomationContext) -> set[str]:
         view.instance, context.asset_graph, view, view.get_inner_queryer_for_back_compat()
     )
     return {cause.category.value for cause in resolver.get_stale_causes(context.key)}
+
+
+def check_passed(instance: dg.DagsterInstance, key: dg.AssetCheckKey) -> bool | None:
+    """Whether the check's latest evaluation passed; None when it was never evaluated (a step that
+    plans it records it PLANNED first, so the planned ones are passed over). Gap: an asset check's
+    records are read from the event log storage only."""
+    history = instance.event_log_storage.get_asset_check_execution_history(key, limit=1, status=EVALUATED)
+    return history[0].status == AssetCheckExecutionRecordStatus.SUCCEEDED if history else None
