@@ -58,25 +58,14 @@ def measured(env: dict, key: str | None) -> tuple[float, float]:
     return figures
 
 
-SUMMARIES = {
-    "evaluation_summary",
-    "serving_evaluation",
-    "costs",
-    "budgets",
-    "answers",
-    "judgments",
-    "release",
-}
-
-
-def kind(key: str) -> str:
+def kind(key: str, strategy: str | None) -> str:
     """`shard` for a step of the split work, `corpus` for one over every note, `lane` for a whole
-    lane's, `summary` for one over every lane's results."""
+    lane's (an asset of one `strategy`), `summary` for one over every lane's results."""
     if "_shard_" in key:
         return "shard"
     if key in ("source_notes", "cleaned_notes", "questions"):
         return "corpus"
-    return "summary" if key in SUMMARIES else "lane"
+    return "lane" if strategy else "summary"
 
 
 def main() -> None:
@@ -107,14 +96,15 @@ def main() -> None:
             "RAG_RETRY_AFTER": "0",
         }
         graph = build_definitions(Settings.from_env(env)).resolve_asset_graph()
-        keys = [k.to_user_string() for k in graph.toposorted_asset_keys if graph.get(k).is_materializable]
+        keys = [k for k in graph.toposorted_asset_keys if graph.get(k).is_materializable]
         _, floor = measured(env, None)
         print(f"floor (definitions built, nothing run): {floor:.2f} GB peak RSS", flush=True)
         print(f"{'step':<34} {'kind':<8} {'s':>8} {'peak GB':>8}", flush=True)
         rows = []
-        for key in keys:
+        for asset in keys:
+            key = asset.to_user_string()
             seconds, gb = measured(env, key)
-            rows.append((key, kind(key), seconds, gb))
+            rows.append((key, kind(key, graph.get(asset).metadata.get("strategy")), seconds, gb))
             print(f"{key:<34} {rows[-1][1]:<8} {seconds:>8.1f} {gb:>8.2f}", flush=True)
     print(f"\n{args.notes} notes, {args.shards} shards, strategies {args.strategies}: largest per kind")
     for name in ("corpus", "lane", "shard", "summary"):

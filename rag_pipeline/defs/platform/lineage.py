@@ -172,8 +172,8 @@ def reuse(
         return None
     made_by = last.value(REUSED) or last.run_id
     kept = {k: v for k, v in last.metadata.items() if k not in WORK and k != REUSED}
-    # the checks of an output that stands are those of its run, which passed (Dagster needs a
-    # result of each blocking check to gate the steps below)
+    # Dagster requires a result of each check declared with the asset from every step that
+    # materializes it: the output's own, which passed (a failed one makes it stale), named so
     checks = [
         dg.AssetCheckResult(check_name=spec.name, passed=True, metadata={REUSED: made_by})
         for spec in context.assets_def.check_specs

@@ -98,6 +98,20 @@ def question_digest(row) -> str:
     return hashlib.sha256(json.dumps(what, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
+def question_columns(questions: pd.DataFrame) -> pd.DataFrame:
+    """What the ledger records of each question beside its outcomes: its id, `question_digest`,
+    category, answerability and split."""
+    return pd.DataFrame(
+        {
+            "question_id": questions["question_id"].astype(str),
+            "question_sha256": [question_digest(row) for row in questions.itertuples(index=False)],
+            "category": questions["category"],
+            "answerable": questions["answerable"].astype(bool),
+            "split": questions["split"],
+        }
+    )
+
+
 def ledger_outcomes(outcomes: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFrame:
     """Per configuration, every question of the questions file: the scored ones with their outcome,
     the others (stale or invalid gold) with their status and no outcome."""
@@ -110,16 +124,7 @@ def ledger_outcomes(outcomes: pd.DataFrame, questions: pd.DataFrame) -> pd.DataF
     for k in REPORT_KS:
         scored[f"chars@{k}"] = chars[:, k - 1].astype(np.int64)
     scored["leaked_units"] = [len(r) for r in outcomes["leak_ranks"]]
-    asked = pd.DataFrame(
-        {
-            "question_id": questions["question_id"].astype(str),
-            "question_sha256": [question_digest(row) for row in questions.itertuples(index=False)],
-            "category": questions["category"],
-            "answerable": questions["answerable"].astype(bool),
-            "split": questions["split"],
-            "gold_status": questions.get("gold_status", "ok"),
-        }
-    )
+    asked = question_columns(questions).assign(gold_status=questions.get("gold_status", "ok"))
     configurations = outcomes[["strategy", "retriever"]].drop_duplicates()
     frame = configurations.merge(asked, how="cross").merge(
         scored, on=["strategy", "retriever", "question_id"], how="left"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rag_pipeline.lib.core import AnyPath, read_frame, write_frame
-from rag_pipeline.lib.evaluation.experiments import JUDGED, question_digest, read_current
+from rag_pipeline.lib.evaluation.experiments import JUDGED, question_columns, read_current
 
 
 def record_judged(root: AnyPath, scores: pd.DataFrame, questions: pd.DataFrame) -> str | None:
@@ -17,15 +17,7 @@ def record_judged(root: AnyPath, scores: pd.DataFrame, questions: pd.DataFrame) 
     current = read_current(root)["id"]
     if current is None:
         return None
-    asked = pd.DataFrame(
-        {
-            "question_id": questions["question_id"].astype(str),
-            "question_sha256": [question_digest(row) for row in questions.itertuples(index=False)],
-            "category": questions["category"],
-            "answerable": questions["answerable"].astype(bool),
-            "split": questions["split"],
-        }
-    )
+    asked = question_columns(questions)
     first = ["strategy", "retriever", "question_id", "question_sha256", "category", "answerable", "split"]
     frame = scores.merge(asked, on="question_id", how="inner")
     frame = frame[first + [c for c in frame.columns if c not in first]].reset_index(drop=True)
