@@ -54,10 +54,10 @@ holdout: install  ## the same pipeline on the held-out notes and questions (data
 	  $(BIN)/python -m rag_pipeline.run --report
 
 test: install  ## the whole suite, slow end-to-end tests included
-	$(BIN)/python -m pytest -q --durations=20  # the slowest tests named: CI keeps to its budget
+	$(BIN)/python -m pytest -q -n auto --dist loadscope --durations=20  # a worker per CPU, a module's tests on one (its fixtures built once); the slowest named: CI keeps to its budget
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m 'not slow'
+	$(BIN)/python -m pytest -q -n auto --dist loadscope -m 'not slow'
 
 dev: install $(DAGSTER_HOME)/dagster.yaml  ## the Dagster UI and daemon on http://127.0.0.1:3000
 	@$(BIN)/python -m rag_pipeline.instance  # a damaged instance: one line, not a traceback per process
