@@ -5,10 +5,16 @@ every step returns its last output without reading an input."""
 import dagster as dg
 
 from rag_pipeline.defs.platform.assets import stage_asset
-from rag_pipeline.defs.platform.lineage import materialized
+from rag_pipeline.defs.platform.internals.reads import check_passed
+from rag_pipeline.defs.platform.lineage import BOOKKEEPING, CONFIG, REUSED, materialized
 from rag_pipeline.defs.resources import DataStore
 from rag_pipeline.settings import Settings
-from rag_pipeline_tests.support.runs import done_and_reused, project_definitions, run_all
+from rag_pipeline_tests.support.runs import (
+    done_and_reused,
+    materialization_metadata,
+    project_definitions,
+    run_all,
+)
 
 
 def test_every_asset_selected_with_nothing_changed_reads_no_input(small_env, monkeypatch):
@@ -31,8 +37,15 @@ def test_every_asset_selected_with_nothing_changed_reads_no_input(small_env, mon
     assert done == set()
     assert reused == {k.to_user_string() for k in graph.materializable_asset_keys}
     assert reads == []
-    # the checks are replayed from the reused materializations, passing as they did
-    assert all(e.passed for e in result.get_asset_check_evaluations())
+    # no check declared with an asset is evaluated again, nor replayed: each one's last evaluation,
+    # of this very output, stands (a check of its own, `live_release`, runs every time)
+    stages = [a for a in assets if isinstance(a, dg.AssetsDefinition) and a.keys]
+    declared = {spec.key for a in stages for spec in a.check_specs}
+    assert not [e for e in result.get_asset_check_evaluations() if e.asset_check_key in declared]
+    assert declared and all(check_passed(instance, k) for k in declared)
+    # what a reused output records: what it was made under and by which run, no report, no work
+    embeddings = materialization_metadata(result, "embeddings_fixed_200")
+    assert set(embeddings) == {CONFIG, BOOKKEEPING, REUSED}, embeddings
 
 
 def test_an_output_whose_check_failed_is_made_again_and_one_whose_check_passed_is_reused(tmp_path):
@@ -53,3 +66,17 @@ def test_an_output_whose_check_failed_is_made_again_and_one_whose_check_passed_i
     results = [dg.materialize([probe], instance=instance, resources={"store": store}) for _ in range(3)]
     assert made == [False, True]  # the third run reused the second's output
     assert [done_and_reused(r)[1] for r in results] == [set(), set(), {"probe"}]
+    # the check of the reused output was not evaluated again: its one evaluation that passed stands
+    assert [len(r.get_asset_check_evaluations()) for r in results] == [1, 1, 0]
+    assert check_passed(instance, dg.AssetCheckKey(probe.key, "probe_holds")) is True
+    # a stage asset's checks are evaluated as it is made: one selected alone fails, saying so
+    alone = dg.materialize(
+        [probe],
+        instance=instance,
+        resources={"store": store},
+        selection=dg.AssetSelection.checks(dg.AssetCheckKey(probe.key, "probe_holds")),
+        raise_on_error=False,
+    )
+    [failure] = [e for e in alone.all_events if e.is_step_failure]
+    assert "probe's checks are evaluated as it is made" in failure.step_failure_data.error.message
+    assert made == [False, True]

@@ -35,14 +35,14 @@ def stage_asset(
     logic: Iterable[object] = (),
     version: object = None,
 ) -> Callable:
-    """`@dg.asset` around `memoized(config, external)`; `checks` are (name, description, blocking);
+    """One asset around `memoized(config, external)`; `checks` are (name, description, blocking);
     a `first` step takes a free process or worker before the other steps ready to start."""
     specs = [dg.AssetCheckSpec(c, asset=name, description=text, blocking=b) for c, text, b in checks]
     lane = (strategy.name, strategy.version) if strategy else ()
 
     def declare(body: Callable) -> dg.AssetsDefinition:
-        return dg.asset(
-            name=name,
+        spec = dg.AssetSpec(
+            name,
             group_name=group,
             code_version=code_version(
                 fingerprint([body, *logic], version=version, deps=lane), given(config, resources or {})
@@ -50,9 +50,15 @@ def stage_asset(
             kinds=set(kinds),
             deps=list(deps),
             metadata={"strategy": strategy.name} if strategy else None,
-            check_specs=specs or None,
-            op_tags={"dagster/priority": "1"} if first else None,
             description=description,
+        )
+        # subsettable, so a reused output need not give its checks a result (`lineage.reuse`)
+        return dg.multi_asset(
+            name=name,
+            specs=[spec],
+            check_specs=specs or None,
+            can_subset=True,
+            op_tags={"dagster/priority": "1"} if first else None,
         )(memoized(config, external)(body))
 
     return declare

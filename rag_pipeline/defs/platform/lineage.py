@@ -7,7 +7,7 @@ asked of Dagster's own provenance: a step whose asset's latest materialization w
 current code version (`get_asset_provenance`), from the current data version of every parent, under
 the settings the run's resources give (`config`, the part of the code version after `@`), whose
 checks passed and whose recorded outputs are whole in this data directory, returns that output's
-data version and description without reading an input, and records `reused` (the run that made it).
+data version without reading an input, and records `reused` (the run that made it).
 "Materialize all" then costs what changed.
 """
 
@@ -17,11 +17,12 @@ import functools
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
 
+from rag_pipeline.defs.platform.internals.execution import quiet_ungated
 from rag_pipeline.defs.platform.internals.reads import check_passed, latest_data_version
 from rag_pipeline.defs.platform.outputs import damaged, elsewhere, outputs
 from rag_pipeline.defs.platform.runs import ended
@@ -32,25 +33,7 @@ OUTPUTS = "outputs"
 # person reads there
 BOOKKEEPING = "bookkeeping"
 REUSED = "reused"
-# metadata that counts what a run did, not what its output holds: a reused output did none of it,
-# so these are not carried over
-WORK = (
-    "texts_embedded",
-    "queries_embedded",
-    "prompts_asked",
-    "notes_added",
-    "notes_changed",
-    "notes_removed",
-    "chunks_new",
-    "chunks_removed",
-    "rows_added",
-    "rows_removed",
-    "rows_updated",
-    "ids_repaired",
-    "vectors_reused",
-    "notes_unchanged",
-    "chunks_reused",
-)
+quiet_ungated()  # a reused output gives its checks no result (`reuse`), on purpose
 
 
 class RunEndedError(RuntimeError):
@@ -171,19 +154,20 @@ def reuse(
         context.log.info(f"{key.to_user_string()}: {reason}")
         return None
     made_by = last.value(REUSED) or last.run_id
-    kept = {k: v for k, v in last.metadata.items() if k not in WORK and k != REUSED}
-    # Dagster requires a result of each check declared with the asset from every step that
-    # materializes it: the output's own, which passed (a failed one makes it stale), named so
-    checks = [
-        dg.AssetCheckResult(check_name=spec.name, passed=True, metadata={REUSED: made_by})
-        for spec in context.assets_def.check_specs
-    ]
+    # what the output was made under, for the next step's `stale_reason`, and no more: its report is
+    # the materialization of `made_by`, and this step did none of its work. Its checks get no result
+    # (the asset is subsettable): their last evaluation stands, of this very output.
+    kept = {BOOKKEEPING: last.metadata[BOOKKEEPING]} if BOOKKEEPING in last.metadata else {}
     # no log line: each is an event row (~10 ms); the `reused` metadata says it
     return dg.MaterializeResult(
         data_version=dg.DataVersion(last.data_version),
-        metadata=kept | {REUSED: made_by},
-        check_results=checks,
+        metadata=stamp(config, external) | kept | {REUSED: made_by},
     )
+
+
+def stamp(config: str | None, external: Mapping[str, object] | None) -> dict[str, object]:
+    """What an output is made under: the settings digest and the values read outside Dagster."""
+    return dict(external or {}) | ({CONFIG: config} if config is not None else {})
 
 
 def materialized(
@@ -230,20 +214,24 @@ def memoized(
 
     def wrap(body: Callable[..., dg.MaterializeResult]) -> Callable[..., dg.MaterializeResult]:
         @functools.wraps(body)
-        def step(context: dg.AssetExecutionContext, **resources: object) -> dg.MaterializeResult:
+        def step(context: dg.AssetExecutionContext, **resources: object) -> Iterator[dg.MaterializeResult]:
+            if not context.selected_asset_keys:
+                raise dg.Failure(
+                    f"{context.op_def.name}'s checks are evaluated as it is made: select the asset"
+                )
             if (
                 problem := ended(context.instance.get_run_by_id(context.run.run_id) or context.run)
             ) is not None:
                 raise RunEndedError(problem)
             settings, read = given(config, resources), given(external, resources)
             if (kept := reuse(context, settings, read)) is not None:
-                return kept
+                yield kept
+                return
             result = body(context, **resources)
-            stamp = dict(read or {}) | ({CONFIG: settings} if settings is not None else {})
-            metadata = {**(result.metadata or {}), **stamp}
+            metadata = {**(result.metadata or {}), **stamp(settings, read)}
             if BOOKKEEPING in metadata:  # last on the asset's page
                 metadata[BOOKKEEPING] = metadata.pop(BOOKKEEPING)
-            return dg.MaterializeResult(
+            yield dg.MaterializeResult(
                 data_version=result.data_version,
                 metadata=metadata,
                 check_results=result.check_results,
