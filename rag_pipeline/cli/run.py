@@ -10,12 +10,12 @@ release gate failed (the reports are fresh, the live index stays where it was)."
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
 import sys
 import threading
-import time
 import uuid
 
 import dagster as dg
@@ -74,8 +74,8 @@ def pinned_config(notes_repo, commit: str) -> dict:
 
 def execute(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dict):
     """One run of `job` materializing `keys`: a job definition in tests, executed here; a
-    reconstructable job (`make run`), created first and started once no earlier run holds the data
-    directory (`wait_turn`); None when another run created at the same moment goes first."""
+    reconstructable job (`make run`), created first and started unless it gives way to a run created
+    before it (`lease.gave_way`: then None)."""
     if isinstance(job, dg.JobDefinition):
         return job.execute_in_process(
             instance=instance,
@@ -85,14 +85,11 @@ def execute(job, instance: dg.DagsterInstance, keys, run_config: dict, tags: dic
             raise_on_error=False,
         )
     from rag_pipeline.defs.platform.internals.launch import create_run, start_run
-    from rag_pipeline.defs.platform.runs import DATA_DIR_TAG, here_tags, holder
+    from rag_pipeline.defs.platform.lease import gave_way
+    from rag_pipeline.defs.platform.runs import DATA_DIR_TAG, here_tags
 
-    name = tags[DATA_DIR_TAG]
     run = create_run(instance, job, list(keys), run_config, tags | here_tags(), "rag_pipeline.definitions")
-    if holder(instance, run.run_id, name) is not None:
-        instance.delete_run(run.run_id)  # not a failed run in the history: this one plans again
-        return None
-    return start_run(instance, job, run)
+    return None if gave_way(instance, run, tags[DATA_DIR_TAG]) else start_run(instance, job, run)
 
 
 def run_shown(
@@ -117,35 +114,15 @@ def run_shown(
     return run if run is None or isinstance(run, dg.DagsterRun) else run.dagster_run
 
 
-def wait_while_busy(instance: dg.DagsterInstance, name: str, settings) -> None:
-    """Wait while another run writes the data directory `name`, or a Celery worker still executes a
-    step of an ended one (saying so once), ending the runs whose process is gone."""
-    from rag_pipeline.defs.platform.runs import ACTIVE, DATA_DIR_TAG, busy_message, end_dead_runs
+def wait_turn(instance: dg.DagsterInstance, name: str, settings) -> None:
+    """`lease.wait_turn` for the data directory `name`, with what Celery workers still execute."""
+    from rag_pipeline.defs.platform.lease import wait_turn as wait
 
-    app = None
-    if settings.executor == "celery":
-        from rag_pipeline.cli.workers import celery_app
+    if settings.executor != "celery":
+        return wait(instance, name)
+    from rag_pipeline.cli.workers import busy, celery_app
 
-        app = celery_app(settings)
-    told = set()
-    while True:
-        for line in end_dead_runs(instance):
-            print(line)
-        busy = instance.get_runs(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE), limit=1)
-        if busy:
-            lines = [busy_message(name, busy[0].run_id)]
-        elif app is not None:
-            from rag_pipeline.cli.workers import busy as on_workers
-
-            lines = on_workers(app, instance, name)
-        else:
-            lines = []
-        if not lines:
-            return
-        for line in set(lines) - told:
-            print(f"waiting: {line}")
-        told |= set(lines)
-        time.sleep(1.0)
+    wait(instance, name, functools.partial(busy, celery_app(settings), instance, name))
 
 
 def open_instance(plan: bool = False) -> dg.DagsterInstance:
@@ -221,7 +198,7 @@ def run(args: list[str]) -> int:
                 if built is not None and sources(defs) == built:
                     return 0
                 if not plan:
-                    wait_while_busy(instance, name, settings)
+                    wait_turn(instance, name, settings)
                 observed, wanted = due(defs, instance, plan)
                 head = observed[HEAD]
                 if problem := too_many_shards(defs, settings.shards, head):

@@ -1,22 +1,13 @@
-"""Runs that write a data directory, kept apart by the Dagster instance's run storage (sqlite, or
-one Postgres shared by several machines), not by a file on one disk; and runs whose process died.
+"""Runs that write a data directory, and runs whose process died.
 
 Every run that writes a data directory carries its name in `DATA_DIR_TAG`: the job's runs, the
-automation sensor's and those `make run` starts. With the queued run coordinator (`make dev`), the
-queue's `tag_concurrency_limits` on that tag keeps a second run waiting. `make run` creates its run
-first and starts it once no earlier active run holds the tag (`holder`): of two runs created at the
-same moment, the first one stored goes first on every machine, and the other waits, not fails.
+automation sensor's and those `make run` starts. What keeps them apart is one rule (`lease.py`).
 
 A run whose process was killed stays `STARTED` in the instance for good (Dagster's run monitoring
 cannot check a run worker of the default run launcher). Runs carry the host and the process that
 runs them (`HOST_TAG`, `PROCESS_TAG`; a run the daemon launched, the pid its run worker logged), so
 `make run` and the daemon's run monitoring (`launcher.LocalRunLauncher`) mark such a run
 failed, and it no longer holds the data directory or counts as in progress.
-
-Runs of separate instances (two machines, each its own `DAGSTER_HOME`) cannot see each other's runs:
-on an object-store data directory a run also holds the directory's lease (lib/core/lease.py) from
-its first step to its end, in the run's own process under every executor (`lease.leased`), and a run of
-another instance waits for it, saying for whom. A local data directory is kept by the instance alone.
 
 A run records the shared settings, the code and the asset graph it was started with (`SETTINGS_TAG`,
 `CODE_TAG`, `GRAPH_TAG`, from the definitions that create it); a process whose own differ (a Celery
@@ -126,21 +117,6 @@ def refusal(run: dg.DagsterRun, own: dict[str, str]) -> str | None:
 def here_tags() -> dict[str, str]:
     """The tags of a run this process executes."""
     return {HOST_TAG: this_host(), PROCESS_TAG: this_process()}
-
-
-def holder(instance: dg.DagsterInstance, run_id: str, name: str) -> dg.DagsterRun | None:
-    """The active run created before `run_id` that holds the data directory `name`, if any."""
-    records = instance.get_run_records(dg.RunsFilter(tags={DATA_DIR_TAG: name}, statuses=ACTIVE))
-    mine = instance.get_run_records(dg.RunsFilter(run_ids=[run_id]))
-    if not mine:
-        return None
-    earlier = [r for r in records if r.storage_id < mine[0].storage_id]
-    return min(earlier, key=lambda r: r.storage_id).dagster_run if earlier else None
-
-
-def busy_message(name: str, run_id: str, where: str = "") -> str:
-    by = f"run {run_id} ({where})" if where else f"run {run_id}"
-    return f"the data directory {name} is written by {by}; this run starts when it ends"
 
 
 def worker_process(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str | None:
