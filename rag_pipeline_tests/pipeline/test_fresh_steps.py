@@ -21,7 +21,8 @@ def test_every_asset_selected_with_nothing_changed_reads_no_input(small_env, mon
     instance = dg.DagsterInstance.ephemeral()
     # the code versions are taken before the spy below replaces a method they are a digest of
     assets = list(project_definitions(small_env).assets)
-    assert run_all(small_env, assets, instance=instance).success
+    first = run_all(small_env, assets, instance=instance)
+    assert first.success
     reads: list[str] = []
     read = DataStore.read
 
@@ -46,6 +47,7 @@ def test_every_asset_selected_with_nothing_changed_reads_no_input(small_env, mon
     # what a reused output records: what it was made under and by which run, no report, no work
     embeddings = materialization_metadata(result, "embeddings_fixed_200")
     assert set(embeddings) == {CONFIG, BOOKKEEPING, REUSED}, embeddings
+    assert embeddings[REUSED] == first.run_id  # a link to it in the UI
 
 
 def test_an_output_whose_check_failed_is_made_again_and_one_whose_check_passed_is_reused(tmp_path):

@@ -161,7 +161,8 @@ def reuse(
     # no log line: each is an event row (~10 ms); the `reused` metadata says it
     return dg.MaterializeResult(
         data_version=dg.DataVersion(last.data_version),
-        metadata=stamp(config, external) | kept | {REUSED: made_by},
+        # a link to the run in the UI, whose materialization shows the report
+        metadata=stamp(config, external) | kept | {REUSED: dg.MetadataValue.dagster_run(made_by)},
     )
 
 
