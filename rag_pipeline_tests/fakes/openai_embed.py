@@ -1,5 +1,6 @@
 """A small local HTTP server speaking the OpenAI embeddings protocol (`/v1/embeddings`), for what
-no test machine can run fast: a server that takes `delay` seconds per request, one that is `down`
+no test machine can run fast: a server that takes `delay` seconds per request (of `least` texts or
+more), one that is `down`
 (503 to every request), a count of the requests in flight at once, and each request's span in
 time with its texts (`most_at_once` counts those of some texts only). Its vectors are a hash of
 each text, so a build through it is deterministic. `python -m rag_pipeline_tests.fakes.openai_embed
@@ -25,8 +26,8 @@ def vector(text: str) -> list[float]:
 class FakeOpenAIEmbeddings(LocalServer):
     """`with FakeOpenAIEmbeddings(delay=1.0) as server:`; `server.down = True` makes it refuse."""
 
-    def __init__(self, delay: float = 0.0, port: int = 0):
-        self.delay, self.down = delay, False
+    def __init__(self, delay: float = 0.0, port: int = 0, least: int = 1):
+        self.delay, self.least, self.down = delay, least, False
         self.texts: list[str] = []  # every text embedded, in order
         self.in_flight = self.most_in_flight = 0
         self.spans: list[tuple[float, float, list[str]]] = []  # (start, end, texts) of each request answered
@@ -43,8 +44,8 @@ class FakeOpenAIEmbeddings(LocalServer):
                     outer.most_in_flight = max(outer.most_in_flight, outer.in_flight)
                 started = time.monotonic()
                 try:
-                    time.sleep(outer.delay)
                     texts = body["input"]
+                    time.sleep(outer.delay if len(texts) >= outer.least else 0.0)
                     outer.texts += texts
                     outer.spans.append((started, time.monotonic(), texts))
                     data = [
