@@ -14,13 +14,14 @@ import dagster as dg
 import pandas as pd
 
 from rag_pipeline.defs.platform import lanes
+from rag_pipeline.defs.platform.lineage import REUSED
 from rag_pipeline.defs.sources import cleaned_rows, known_notes
 from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
 from rag_pipeline.lib.core import StorageError, clipped, shown_path, version_key
 from rag_pipeline.lib.embedding import Passages, VectorStore, text_hashes
 from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote, note_entries, resolve_commit
 
-MEASURED = 10  # the materializations of a lane searched back for its last measured embedding
+MEASURED = 10  # the computed materializations of a lane searched back for its last measured embedding
 
 
 def duration(seconds: float) -> str:
@@ -109,13 +110,26 @@ def measured_rate(instance: dg.DagsterInstance, embedding_version: str) -> tuple
     chars = seconds = when = 0.0
     lanes_of = [k for k in instance.get_asset_keys() if k.to_user_string().startswith("embeddings_")]
     for key in lanes_of:
-        for record in instance.fetch_materializations(key, limit=MEASURED).records:
+        for record in computed(instance, key, MEASURED):
             meta = {k: v.value for k, v in record.asset_materialization.metadata.items()}
             if meta.get("embedding_version") == embedding_version and meta.get("embed_seconds"):
                 chars, seconds = chars + meta["chars_embedded"], seconds + meta["embed_seconds"]
                 when = max(when, record.timestamp)
                 break
     return (chars / seconds, when) if seconds > 0 else None
+
+
+def computed(instance: dg.DagsterInstance, key: dg.AssetKey, limit: int) -> list[dg.EventLogRecord]:
+    """The latest `limit` materializations of `key` that computed it, newest first: one that reused
+    its last output (`lineage.REUSED`) measured nothing."""
+    found, cursor = [], None
+    while len(found) < limit:
+        page = instance.fetch_materializations(key, limit=limit, cursor=cursor)
+        found += [r for r in page.records if REUSED not in r.asset_materialization.metadata]
+        if not page.has_more:
+            break
+        cursor = page.cursor
+    return found[:limit]
 
 
 def build_rate(embedding_version: str) -> tuple[float, float] | None:

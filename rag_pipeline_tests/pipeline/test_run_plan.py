@@ -253,6 +253,10 @@ def test_the_embedding_rate_is_the_embedders_over_every_lane_and_a_tuning_trial_
         for lane, seconds in [("embeddings_fixed_200", 2.0), ("embeddings_section", 3.0), ("other", 1.0)]:
             meta = {"embedding_version": "e5", "embed_seconds": seconds, "chars_embedded": 1000.0}
             build.report_runless_asset_event(dg.AssetMaterialization(lane, metadata=meta))
+        for _ in range(plan_module.MEASURED + 2):  # runs that reused a lane's output measured nothing
+            build.report_runless_asset_event(
+                dg.AssetMaterialization("embeddings_section", metadata={"reused": "an-earlier-run"})
+            )
         rate, _ = plan_module.measured_rate(build, "e5")
     assert rate == 2000.0 / 5.0  # the two lanes, not `other`
     trial = dg.DagsterInstance.ephemeral()
