@@ -15,11 +15,11 @@ import pandas as pd
 
 from rag_pipeline.defs.platform import lanes
 from rag_pipeline.defs.platform.lineage import REUSED
-from rag_pipeline.defs.sources import cleaned_rows, known_notes
-from rag_pipeline.lib.chunking import Strategy, chunk_cleaned_note
+from rag_pipeline.defs.sources import known_notes
+from rag_pipeline.lib.chunking import NOTE_VERSIONS, Strategy, chunk_lane
 from rag_pipeline.lib.core import StorageError, clipped, shown_path, version_key
 from rag_pipeline.lib.embedding import Passages, VectorStore, text_hashes
-from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote, note_entries, resolve_commit
+from rag_pipeline.lib.sources import CLEANER_VERSION, SourceNote, cleaned_rows, note_entries, resolve_commit
 
 MEASURED = 10  # the computed materializations of a lane searched back for its last measured embedding
 
@@ -45,26 +45,18 @@ def progress_bar(done: int, total: int, elapsed: float, width: int = 24) -> str:
 def lane_chunks(
     strategy: Strategy, notes: Iterable[SourceNote], previous: pd.DataFrame | None
 ) -> pd.DataFrame:
-    """The `text` and `heading_path` of the chunks `strategy` makes of `notes`: a note's rows of
-    `previous` (the lane's chunks file) when its blob, the cleaner and the chunker are unchanged, the
-    others chunked here, as the chunks asset would."""
-    columns = ["text", "heading_path"]
-    same = set()
-    if previous is not None:
-        current = (previous["chunker_version"] == strategy.version) & (
-            previous["cleaner_version"] == CLEANER_VERSION
-        )
-        same = set(zip(previous.loc[current, "note"], previous.loc[current, "source_version"]))
-    kept, rows = set(), []
-    for n in notes:
-        if (n.note, n.source_version) in same:
-            kept.add(n.note)
-            continue
-        # as a `source_notes` row; `note_commit` and the access lists make no passage text
-        (note,) = cleaned_rows(vars(n) | {"note_commit": n.commit, "cleaner_version": CLEANER_VERSION})
-        rows += [{c: row[c] for c in columns} for row in chunk_cleaned_note(strategy, note)]
-    old = previous.loc[previous["note"].isin(kept), columns] if previous is not None else None
-    return pd.concat([old, pd.DataFrame(rows, columns=columns)], ignore_index=True)
+    """The `text` and `heading_path` of the chunks `strategy` makes of `notes`, as the chunks asset
+    makes them (`chunk_lane`): a note's rows of `previous` (the lane's chunks file) kept when its
+    blob, the cleaner and the chunker are unchanged, the others cleaned and chunked here."""
+    # as `source_notes` rows; `note_commit` and the access lists make no passage text
+    rows = {n.note: vars(n) | {"note_commit": n.commit, "cleaner_version": CLEANER_VERSION} for n in notes}
+
+    def cleaned(filters: list) -> pd.DataFrame:  # the notes rebuilt: chunk_lane's `("note", "in", names)`
+        return pd.DataFrame([row for name in filters[0][2] for row in cleaned_rows(rows[name])])
+
+    versions = pd.DataFrame(list(rows.values()), columns=NOTE_VERSIONS)
+    frame = chunk_lane(strategy, previous, versions, cleaned).frame
+    return frame.reindex(columns=["text", "heading_path"])  # the columns, of no note too
 
 
 def pending(

@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import uuid
+from collections.abc import Callable
 
 import dagster as dg
 
@@ -114,15 +115,14 @@ def run_shown(
     return run if run is None or isinstance(run, dg.DagsterRun) else run.dagster_run
 
 
-def wait_turn(instance: dg.DagsterInstance, name: str, settings) -> None:
-    """`lease.wait_turn` for the data directory `name`, with what Celery workers still execute."""
-    from rag_pipeline.defs.platform.lease import wait_turn as wait
-
+def writers_elsewhere(settings, instance: dg.DagsterInstance, name: str) -> Callable[[], list[str]]:
+    """What else may still write the data directory `name` once no active run of the instance does
+    (`lease.wait_turn`'s `elsewhere`): the steps Celery workers still execute."""
     if settings.executor != "celery":
-        return wait(instance, name)
+        return list
     from rag_pipeline.cli.workers import busy, celery_app
 
-    wait(instance, name, functools.partial(busy, celery_app(settings), instance, name))
+    return functools.partial(busy, celery_app(settings), instance, name)
 
 
 def open_instance(plan: bool = False) -> dg.DagsterInstance:
@@ -168,6 +168,7 @@ def run(args: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from rag_pipeline.defs.platform.executors import unreachable
+    from rag_pipeline.defs.platform.lease import wait_turn
     from rag_pipeline.defs.platform.runs import DATA_DIR_TAG, data_dir_name
 
     if not plan and (problem := unreachable(settings)):
@@ -198,7 +199,7 @@ def run(args: list[str]) -> int:
                 if built is not None and sources(defs) == built:
                     return 0
                 if not plan:
-                    wait_turn(instance, name, settings)
+                    wait_turn(instance, name, writers_elsewhere(settings, instance, name))
                 observed, wanted = due(defs, instance, plan)
                 head = observed[HEAD]
                 if problem := too_many_shards(defs, settings.shards, head):

@@ -11,11 +11,10 @@ from rag_pipeline.defs.platform.assets import stage_asset
 from rag_pipeline.defs.platform.internals.reads import check_passed
 from rag_pipeline.defs.platform.lineage import config_digest, last_materialization, materialized
 from rag_pipeline.defs.resources import DataStore
-from rag_pipeline.lib.chunking import Strategy, chunk_lane, unchecked_coverage
+from rag_pipeline.lib.chunking import NOTE_VERSIONS, Strategy, chunk_lane, unchecked_coverage
 from rag_pipeline.lib.core import content_version, joined_in_order, note_buckets
 from rag_pipeline.lib.core.fingerprint import logic
 
-NOTE_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]
 REPRODUCE = "chunks_reproduce_notes"
 CHUNKS_CONTENT = ["chunk_id", "commit"]  # the commit too: it is what the served rows say their text is from
 

@@ -11,7 +11,7 @@ from rag_pipeline.lib.chunking.chunkers import (
     stable_id,
 )
 from rag_pipeline.lib.chunking.coverage import coverage_problems
-from rag_pipeline.lib.chunking.lane import Chunked, chunk_lane, unchecked_coverage
+from rag_pipeline.lib.chunking.lane import NOTE_VERSIONS, Chunked, chunk_lane, unchecked_coverage
 from rag_pipeline.lib.chunking.spans import fixed_spans, recursive_spans, section_split_spans, top_sections
 from rag_pipeline.lib.chunking.strategy_file import (
     StrategyError,
@@ -23,6 +23,7 @@ from rag_pipeline.lib.chunking.strategy_file import (
 from rag_pipeline.lib.chunking.texts import contextual_text, with_text_hashes
 
 __all__ = [
+    "NOTE_VERSIONS",
     "STRATEGIES",
     "ChunkSpanError",
     "Chunked",

@@ -14,6 +14,9 @@ from rag_pipeline.lib.chunking.texts import with_text_hashes
 from rag_pipeline.lib.core import rebuild_by_note
 from rag_pipeline.lib.core.incremental import NoteChanges
 
+# what `chunk_lane` reads of each note: its source, cleaner and commit versions
+NOTE_VERSIONS = ["note", "source_version", "cleaner_version", "note_commit"]
+
 
 @dataclass
 class Chunked:
@@ -40,9 +43,9 @@ def chunk_lane(
     versions: pd.DataFrame,
     read_notes: Callable[..., pd.DataFrame],
 ) -> Chunked:
-    """The chunks of the notes `versions` names (their source, cleaner and commit versions), the
-    `previous` file's rows kept for a note whose versions and chunker are the same; `read_notes(filters=)`
-    reads the cleaned notes whole (a Parquet filter), only those of the notes rebuilt."""
+    """The chunks of the notes `versions` names (their `NOTE_VERSIONS`), the `previous` file's rows
+    kept for a note whose versions and chunker are the same; `read_notes(filters=)` reads the cleaned
+    notes whole (a Parquet filter), only those of the notes rebuilt."""
     if previous is not None and "ctx_text_hash" not in previous:  # written before chunks kept them
         previous = with_text_hashes(previous)
     rebuilt: list[pd.DataFrame] = []
