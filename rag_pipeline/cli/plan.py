@@ -51,8 +51,8 @@ def lane_chunks(
     # as `source_notes` rows; `note_commit` and the access lists make no passage text
     rows = {n.note: vars(n) | {"note_commit": n.commit, "cleaner_version": CLEANER_VERSION} for n in notes}
 
-    def cleaned(filters: list) -> pd.DataFrame:  # the notes rebuilt: chunk_lane's `("note", "in", names)`
-        return pd.DataFrame([row for name in filters[0][2] for row in cleaned_rows(rows[name])])
+    def cleaned(names: list[str]) -> pd.DataFrame:  # the notes rebuilt
+        return pd.DataFrame([row for name in names for row in cleaned_rows(rows[name])])
 
     versions = pd.DataFrame(list(rows.values()), columns=NOTE_VERSIONS)
     frame = chunk_lane(strategy, previous, versions, cleaned).frame

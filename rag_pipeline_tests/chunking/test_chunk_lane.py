@@ -28,8 +28,7 @@ def cleaned(texts: dict[str, str], versions: dict[str, str]) -> pd.DataFrame:
 
 
 def reader(frame: pd.DataFrame, asked: list):
-    def read(filters):
-        ((_, _, names),) = filters
+    def read(names):
         asked.append(sorted(names))
         return frame[frame["note"].isin(names)].reset_index(drop=True)
 

@@ -41,17 +41,17 @@ def chunk_lane(
     strategy: Strategy,
     previous: pd.DataFrame | None,
     versions: pd.DataFrame,
-    read_notes: Callable[..., pd.DataFrame],
+    read_notes: Callable[[list[str]], pd.DataFrame],
 ) -> Chunked:
     """The chunks of the notes `versions` names (their `NOTE_VERSIONS`), the `previous` file's rows
-    kept for a note whose versions and chunker are the same; `read_notes(filters=)` reads the cleaned
-    notes whole (a Parquet filter), only those of the notes rebuilt."""
+    kept for a note whose versions and chunker are the same; `read_notes(names)` gives the cleaned
+    notes `names` whole, asked only of the notes rebuilt."""
     if previous is not None and "ctx_text_hash" not in previous:  # written before chunks kept them
         previous = with_text_hashes(previous)
     rebuilt: list[pd.DataFrame] = []
 
     def whole(names: list[str]) -> pd.DataFrame:
-        rebuilt.append(read_notes(filters=[("note", "in", names)]))
+        rebuilt.append(read_notes(names))
         return rebuilt[0]
 
     frame, changes = rebuild_by_note(
